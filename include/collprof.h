@@ -1,0 +1,127 @@
+/*
+ * collprof.h — what libcollprof.so (the NCCL profiler plugin) offers to the
+ * layers after it: libcollprof-mpi.so (MPI_Init/MPI_Finalize wrappers and the
+ * online collation), collprof-collate (offline) and the tests.
+ *
+ * Data flow: the plugin records events into per-path profiles and a JSONL
+ * trace.  At MPI_Init the MPI layer tells it the world rank and the output
+ * folder (collprof_set_identity).  At MPI_Finalize the MPI layer takes a
+ * snapshot (collprof_snapshot), makes the plugin write its own data to disk
+ * (collprof_write_local), collates over MPI, then hands back the global IDs
+ * (collprof_write_global) so the rank file ends with global path records.
+ * Without MPI the plugin does collprof_write_local itself at exit.
+ *
+ * Every function here is safe to call at any time, from any thread, before
+ * or after NCCL loaded or unloaded the plugin (the library pins itself in
+ * memory on first use), and never aborts the process.
+ */
+#ifndef COLLPROF_H
+#define COLLPROF_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COLLPROF_VERSION "0.1.0"
+
+/* Per call path, per process.  Times in nanoseconds. */
+typedef struct collprof_path_stat {
+  uint32_t local_id;      /* id used in this process's event records */
+  uint64_t hash;          /* XXH3_64bits of the canonical path string */
+  const char *path;       /* canonical string, e.g. "GroupApi/CollApi:AllReduce" */
+  uint32_t leaf_type;     /* NCCL event-type bit of the last element */
+  const char *leaf_func;  /* func of the last element, "" if none */
+  uint64_t calls;         /* events that stopped */
+  uint64_t total_ns;      /* sum of durations */
+  uint64_t self_ns;       /* total minus children that started and stopped inside */
+  uint64_t min_ns, max_ns;/* per event; 0/0 when calls == 0 */
+  uint64_t bytes;         /* Coll/P2p: count x datatype size, summed */
+  uint64_t states;        /* state records of events on this path */
+  uint64_t gpu_ns;        /* KernelCh: sum of GPU durations; Coll/P2p: sum of
+                             sampled GPU spans (latest child stop - earliest start) */
+  uint64_t gpu_samples;   /* number of events that contributed to gpu_ns */
+  uint64_t unterminated;  /* started, never stopped (counted at snapshot) */
+} collprof_path_stat;
+
+/* One communicator this process initialised. */
+typedef struct collprof_comm_info {
+  uint64_t comm_id;
+  char comm_name[64];
+  int nranks, nnodes, nccl_rank;
+  char gpu_uuid[40];      /* "" without a CUDA driver */
+  uint64_t events;        /* events recorded in this communicator */
+  int finalized;
+} collprof_comm_info;
+
+typedef struct collprof_snapshot {
+  /* identity */
+  int pid;
+  char host[256];
+  int world_rank, world_size;      /* -1/0 when not known */
+  /* time */
+  uint64_t start_mono_ns, end_mono_ns;   /* CLOCK_MONOTONIC */
+  int64_t start_wall_ns;                 /* CLOCK_REALTIME at start_mono_ns */
+  /* configuration in effect */
+  uint32_t event_mask;             /* base mask (before GPU sampling) */
+  int gpu_sample;                  /* KernelCh on one API call in N; 0 never */
+  int trace_on;
+  int nccl_version;                /* ncclGetVersion code, 0 when unknown */
+  char periods[128];               /* COLLPROF_PERIODS as given, "" if none */
+  /* counters */
+  uint64_t events_recorded;        /* events started (PXN included) */
+  uint64_t events_pxn;
+  uint64_t unterminated;
+  uint64_t blacklist_evictions;
+  uint64_t unknown_parent;         /* events attributed to the UnknownParent element */
+  uint64_t trace_dropped;          /* trace records lost to a full buffer */
+  uint64_t bad_calls;              /* NULL/foreign handles, double stops, ... */
+  uint64_t gpu_sampled_calls;      /* API calls that ran with KernelCh on */
+  uint64_t memory_bytes;           /* pools, path table, trace buffers */
+  double per_event_cost_ns;        /* measured by the plugin on itself at start-up */
+  /* tables */
+  size_t npaths;
+  collprof_path_stat *paths;       /* indexed by local_id */
+  size_t ncomms;
+  collprof_comm_info *comms;
+} collprof_snapshot;
+
+/* Fill *out with a consistent copy of the local profile.  Returns 0 on
+ * success.  Release with collprof_snapshot_free. */
+int collprof_snapshot_take(collprof_snapshot *out);
+void collprof_snapshot_free(collprof_snapshot *s);
+
+/* At MPI_Init: the world rank and size, and the folder rank 0 chose (NULL:
+ * keep the plugin's own rule).  The trace becomes <dir>/rank<R>.jsonl; if it
+ * was already open as pid<PID>.jsonl it is moved. */
+void collprof_set_identity(int world_rank, int world_size, const char *outdir);
+
+/* Clock offset of this rank to rank 0 (ns to add to local CLOCK_MONOTONIC
+ * to get rank 0's), and the round trip it was measured with. */
+void collprof_set_clock_offset(int64_t offset_ns, int64_t rtt_ns);
+
+/* The output folder in effect (created if missing).  Never NULL. */
+const char *collprof_output_dir(void);
+
+/* Flush the trace and append to this process's JSONL the path records
+ * (local ids, hashes, strings, numbers) and the rank summary record.
+ * Idempotent.  Returns 0 on success. */
+int collprof_write_local(void);
+
+/* After collation: rewrite the path records at the end of the JSONL with
+ * their global ids.  global_ids[local_id] for every local path. */
+int collprof_write_global(const int64_t *global_ids, size_t n);
+
+/* Stop recording (later callbacks are ignored and counted), flush, close. */
+void collprof_shutdown(void);
+
+/* Set by the MPI layer so that the plugin's own exit-time writing does not
+ * run twice and knows MPI will do it. */
+void collprof_set_mpi_managed(int on);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

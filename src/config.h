@@ -1,0 +1,42 @@
+/*
+ * config.h — the plugin's configuration, read once from the environment.
+ *
+ * Owned by config.c.  Every malformed value gives one "collprof:" warning
+ * naming the variable and falls back to the default; nothing here aborts.
+ * cp_config_load() is idempotent and thread-safe (first caller wins).
+ */
+#ifndef COLLPROF_CONFIG_H
+#define COLLPROF_CONFIG_H
+#include <stdint.h>
+
+typedef struct cp_config {
+  uint32_t event_mask;      /* NCCL_PROFILE_EVENT_MASK; default 4095 & ~KernelCh */
+  int mask_from_env;        /* 1 when NCCL_PROFILE_EVENT_MASK was set */
+  int gpu_sample;           /* COLLPROF_GPU_SAMPLE: KernelCh on 1 API call in N
+                               (0 never).  Default 16 when the mask is the
+                               default, 1 when the user's mask has KernelCh */
+  char periods[128];        /* COLLPROF_PERIODS delay:duration[:repeat], "" none */
+  int trace_on;             /* COLLPROF_TRACE (default 1) */
+  int capture;              /* COLLPROF_CAPTURE (default 0): write fixtures */
+  int quiet;                /* COLLPROF_QUIET (default 0): only warnings */
+  uint32_t pool_size;       /* COLLPROF_POOL_SIZE slots per chunk (default 1024) */
+  uint64_t blacklist_cap;   /* COLLPROF_BLACKLIST_CAP (default 10,000,000) */
+  uint32_t trace_buffer;    /* COLLPROF_TRACE_BUFFER records per thread ring (default 65536) */
+  char output_dir[4096];    /* COLLPROF_OUTPUT_DIR, else collprof-<SLURM_JOB_ID>,
+                               else collprof-<YYYYMMDD-HHMMSS> */
+  int output_dir_from_env;
+} cp_config;
+
+/* The configuration, loading it on first use. Never NULL. */
+const cp_config *cp_config_get(void);
+
+/* Re-read the environment (tests only). */
+void cp_config_reload(void);
+
+/* One "collprof: ..." line on stderr (printf format); rate-limited per
+ * call site by the caller. Async-signal-unsafe: not for handlers. */
+void cp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Informational line, suppressed by COLLPROF_QUIET. */
+void cp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,33 @@
+/*
+ * registry.h — every communicator context this process created.
+ *
+ * The context NCCL gets back from init is an encoded index into this table,
+ * not a pointer, so a context value can be recognised as ours (or not)
+ * without dereferencing it: PXN proxy events carry another process's
+ * context.  Entries live until the process ends (the trace writer and the
+ * final summary read them after NCCL finalized the communicator).
+ */
+#ifndef COLLPROF_REGISTRY_H
+#define COLLPROF_REGISTRY_H
+#include <stdint.h>
+
+struct cp_pool;
+
+typedef struct cp_comm {
+  uint32_t index;          /* 1.. ; 0 is reserved for the PXN detach pool */
+  uint64_t comm_id;
+  char comm_name[64];
+  int nranks, nnodes, nccl_rank;
+  char gpu_uuid[40];       /* "" without a CUDA driver */
+  uint64_t ctx_value;      /* the value handed to NCCL as context */
+  struct cp_pool *pool;
+  uint64_t events;         /* events recorded (relaxed atomic) */
+  int finalized;
+} cp_comm;
+
+/* The communicator with this registry index, NULL if none. */
+const cp_comm *cp_registry_get(uint32_t index);
+/* Number of indices in use (valid indices are 1..count). */
+uint32_t cp_registry_count(void);
+
+#endif

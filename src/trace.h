@@ -1,0 +1,74 @@
+/*
+ * trace.h — the JSONL trace: binary records on the calling thread, JSON on
+ * a writer thread.
+ *
+ * The hot path (plugin.c) fills a cp_rec and calls cp_trace_put(): a copy
+ * into a per-thread single-producer ring, no lock, no system call, no
+ * formatting.  A writer thread (trace_writer.c) drains every ring, formats
+ * the records as shared/docs/trace-format.md defines them, and writes large
+ * blocks with whole lines only.  A full ring drops the record and counts it
+ * (cp_trace_dropped); the count goes into the rank summary.
+ *
+ * Strings are interned ids (strtab.h), never NCCL's pointers, so a record
+ * stays valid after NCCL or the caller freed its strings.
+ */
+#ifndef COLLPROF_TRACE_H
+#define COLLPROF_TRACE_H
+#include <stdint.h>
+#include <stddef.h>
+
+enum cp_rec_kind { CP_REC_EVENT = 1, CP_REC_STATE = 2, CP_REC_LIFECYCLE = 3 };
+
+/* One record: 128 bytes, copied by value into the ring. */
+typedef struct cp_rec {
+  uint8_t kind;            /* cp_rec_kind */
+  uint8_t is_pxn;
+  uint8_t state_arg_kind;  /* state records: 0 none, 1 transSize, 2 appendedProxyOps, 3 pTimer(gpuStop) */
+  uint8_t pad0;
+  uint32_t type;           /* NCCL event-type bit; lifecycle: 0 */
+  uint32_t path;           /* local path id (event records) / state number (state records) */
+  int32_t rank;            /* NCCL rank, -1 for PXN */
+  uint32_t comm;           /* registry index of the communicator, 0 = none (PXN) */
+  int32_t pid, start_tid, stop_tid;
+  int32_t origin_pid;      /* PXN: proxyOp.pid */
+  uint32_t func;           /* interned string id, 0 = "" */
+  uint64_t start_ns, stop_ns;  /* CLOCK_MONOTONIC ns (state: start_ns = ts) */
+  uint64_t parent_obj, event_addr, ctx_addr;
+  union {                  /* details by type (48 bytes) */
+    struct { int32_t group_depth; uint8_t graph_captured; } group_api;
+    struct { uint64_t count; uint32_t datatype; int32_t root; uint8_t graph_captured; } coll_api; /* P2pApi too */
+    struct { uint64_t stream; } kernel_launch;
+    struct { uint64_t seq, count; uint32_t datatype, algo, proto; int32_t root;
+             uint8_t channels, nwarps; } coll;
+    struct { uint64_t count; uint32_t datatype; int32_t peer; uint8_t channels; } p2p;
+    struct { int32_t peer, nsteps, chunk_size, is_send; uint8_t channel; } proxy_op;
+    struct { int32_t step; } proxy_step;
+    struct { uint64_t gpu_start, gpu_stop; uint8_t channel; } kernel_ch;
+    struct { int64_t id; } net_plugin;
+    struct { uint64_t arg; } state;          /* state records: the argument */
+    struct { uint32_t event_mask; uint8_t is_finalize; } lifecycle;
+  } d;
+} cp_rec;
+
+/* Start the trace (idempotent; opens the file lazily on first record). */
+void cp_trace_start(void);
+/* Hot path: copy one record into this thread's ring. Never blocks. */
+void cp_trace_put(const cp_rec *r);
+/* Drain every ring and write everything out (called at finalize/exit). */
+void cp_trace_flush(void);
+/* Records lost to full rings. */
+uint64_t cp_trace_dropped(void);
+/* Move the open file to a new name (rank known). 0 on success. */
+int cp_trace_rename(const char *new_path);
+/* Append whole lines (already JSON) after flushing; used for path and
+ * summary records.  Returns the file offset where they start, -1 on error. */
+long cp_trace_append_lines(const char *text, size_t len);
+/* Truncate the file at offset (rewriting the tail with global ids). */
+int cp_trace_truncate(long offset);
+/* Stop the writer thread and close the file (idempotent). */
+void cp_trace_close(void);
+/* Async-signal-safe: write what the rings hold as whole lines, if the
+ * writer is not mid-write.  For SIGTERM/SIGINT handlers. */
+void cp_trace_flush_signal_safe(void);
+
+#endif

@@ -1,0 +1,33 @@
+# tap.sh — tiny TAP helpers for the shell tests (sourced by test/*.t).
+#
+#   . "$(dirname "$0")/tap.sh"
+#   plan 3; ok "build exists" test -x "$BIN/collprof-replay"; is "$a" "$b" "name"
+#
+# Sets B (build folder, from COLLPROF_BUILD or ./build), LIB, BIN, FIX (the
+# shared fixtures), and a private scratch folder T removed at exit.
+set -u
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+B=${COLLPROF_BUILD:-$TOP/build}
+LIB=$B/lib
+BIN=$B/bin
+FIX=${COLLPROF_FIXTURES:-$TOP/../shared/fixtures/nccl-2.28.9}
+[ -d "$FIX" ] || FIX=$TOP/share/fixtures
+T=$(mktemp -d "${TMPDIR:-/tmp}/collprof-test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+_tap_n=0
+_tap_fail=0
+plan() { echo "1..$1"; }
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+_tap_report() { # status name
+  _tap_n=$((_tap_n + 1))
+  if [ "$1" -eq 0 ]; then echo "ok $_tap_n - $2"; else echo "not ok $_tap_n - $2"; _tap_fail=$((_tap_fail + 1)); fi
+}
+ok() { local name=$1; shift; "$@" >"$T/.out" 2>&1; local rc=$?; _tap_report $rc "$name"; [ $rc -eq 0 ] || sed 's/^/# /' "$T/.out" | head -n 30; return 0; }
+is() { if [ "$1" == "$2" ]; then _tap_report 0 "$3"; else _tap_report 1 "$3"; echo "#   got:      '$1'"; echo "#   expected: '$2'"; fi; }
+skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n # SKIP $*"; }
+diag() { echo "# $*"; }
+done_testing() { echo "1..$_tap_n"; exit 0; }
+# mpirun with the flags a root user on a small machine needs.
+MPIRUN=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca btl_vader_single_copy_mechanism none)
+[ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
+export OMPI_MCA_rmaps_base_oversubscribe=1
