@@ -1,0 +1,49 @@
+/*
+ * mask_control.h — what NCCL is asked to emit, changed at run time.
+ *
+ * NCCL hands every init the address of one process-wide int and re-reads it
+ * at each API call (ABI doc: a change reaches the next API call, never the
+ * one in progress; at 0 no callback arrives at all).  This module owns that
+ * int's value:
+ *   - GPU sampling: KernelCh, the one expensive type, is switched on for one
+ *     API call in N (COLLPROF_GPU_SAMPLE), and for the next call after a
+ *     call on a path that has no GPU sample yet;
+ *   - profiling periods (COLLPROF_PERIODS=delay:duration[:repeat]): outside
+ *     a window the mask is 0, flipped by a timer thread since no callback
+ *     comes while it is 0.
+ * plugin.c calls the hooks below; they are O(1) and lock-free.
+ */
+#ifndef COLLPROF_MASK_CONTROL_H
+#define COLLPROF_MASK_CONTROL_H
+#include <stdint.h>
+
+/* At each communicator init: remember NCCL's mask pointer and store the
+ * mask in effect now.  Returns the mask written. */
+uint32_t cp_mask_attach(int *eActivationMask);
+
+/* At the start of every API-level event (v5: CollApi/P2pApi; v4, which has
+ * no API events: Coll/P2p).  `path` is the event's local path id, `sampled`
+ * whether KernelCh was on when this call's mask was read (the caller
+ * cannot know for sure; pass the value cp_mask_kernelch_on() had at the
+ * preceding GroupApi start, or for v4 at this start). Decides the mask for
+ * the next API call. */
+void cp_mask_on_api_call(uint32_t path, int sampled);
+
+/* Whether the mask currently has KernelCh. */
+int cp_mask_kernelch_on(void);
+
+/* API calls that ran with KernelCh on (for the summary). */
+uint64_t cp_mask_sampled_calls(void);
+
+/* Text describing the profiled windows so far, for the summary
+ * ("" when COLLPROF_PERIODS is unset). */
+const char *cp_mask_windows(void);
+
+/* Stop the period timer thread (at shutdown; idempotent). */
+void cp_mask_shutdown(void);
+
+/* Does a path have a GPU sample yet?  Implemented by the path table
+ * (paths.c): set when a Coll/P2p on that path got its first KernelCh. */
+int cp_path_gpu_seen(uint32_t path);
+
+#endif
