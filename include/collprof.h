@@ -54,6 +54,11 @@ typedef struct collprof_comm_info {
   char gpu_uuid[40];      /* "" without a CUDA driver */
   uint64_t events;        /* events recorded in this communicator */
   int finalized;
+  /* GPU %globaltimer minus host CLOCK_MONOTONIC, estimated from KernelCh
+   * callbacks (min over samples of pTimer_start - host start ts: the host
+   * sees a kernel start after it happened).  valid = 0 without samples. */
+  int64_t gpu_offset_ns;
+  int gpu_offset_valid;
 } collprof_comm_info;
 
 typedef struct collprof_snapshot {
@@ -116,6 +121,13 @@ int collprof_write_global(const int64_t *global_ids, size_t n);
 
 /* Stop recording (later callbacks are ignored and counted), flush, close. */
 void collprof_shutdown(void);
+
+/* The plugin's clock: CLOCK_MONOTONIC in ns, plus a test-only skew
+ * (COLLPROF_TEST_CLOCK_SKEW_NS="s0,s1,..." indexed by the world rank from
+ * OMPI_COMM_WORLD_RANK/PMIX_RANK, or one number) so tests can check that
+ * clock alignment removes a known offset.  Every timestamp collprof writes
+ * comes from this clock; the MPI layer's clock sync uses it too. */
+uint64_t collprof_now_ns(void);
 
 /* Set by the MPI layer so that the plugin's own exit-time writing does not
  * run twice and knows MPI will do it. */
