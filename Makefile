@@ -128,6 +128,11 @@ $(B)/test/%: $(B)/obj/test/unit/%.o $(UNITHELP_OBJ) $(B)/obj/libcollprof_core.a 
 	@mkdir -p $(B)/test
 	$(CC) -o $@ $< $(UNITHELP_OBJ) $(B)/obj/libcollprof_core.a $(if $(COLLATE_SRC),$(B)/obj/libcollate.a -ljansson) -lxxhash -ldl -lm $(LDFLAGS_ALL)
 
+# Collation benchmark (figures, not a test; mpi_wrap/bench/collbench.c): make collbench
+collbench: $(B)/obj/mpi_wrap/tree_collate.o $(B)/obj/libcollate.a
+	@mkdir -p $(BIN)
+	OMPI_CC=$(CC) $(MPICC) $(CFLAGS_ALL) -Impi_wrap -o $(BIN)/collprof-collbench mpi_wrap/bench/collbench.c $^ -ljansson -lxxhash -lm $(LDFLAGS_ALL)
+
 -include test/gpu/gpu.mk
 
 # ---- the two README commands ----

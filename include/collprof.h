@@ -129,6 +129,11 @@ void collprof_shutdown(void);
  * comes from this clock; the MPI layer's clock sync uses it too. */
 uint64_t collprof_now_ns(void);
 
+/* Async-signal-safe: write what the trace buffers hold as whole lines
+ * (for SIGTERM/SIGINT handlers of the MPI layer; no locks, no malloc).
+ * The MPI layer looks it up with dlsym, so it may be absent. */
+void collprof_flush_signal_safe(void);
+
 /* Set by the MPI layer so that the plugin's own exit-time writing does not
  * run twice and knows MPI will do it. */
 void collprof_set_mpi_managed(int on);

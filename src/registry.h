@@ -30,4 +30,20 @@ const cp_comm *cp_registry_get(uint32_t index);
 /* Number of indices in use (valid indices are 1..count). */
 uint32_t cp_registry_count(void);
 
+/* ---- added by the recording core (H1): registration and decoding ---- */
+/* Register a communicator at init (thread-safe; init may run concurrently).
+ * Creates its event pool.  NULL when the table is full or memory ran out. */
+cp_comm *cp_registry_add(uint64_t comm_id, const char *comm_name, int nnodes,
+                         int nranks, int nccl_rank, const char *gpu_uuid);
+/* The communicator a context value names, NULL when the value is not one
+ * this process handed out (foreign PXN context, garbage, NULL).  Pure
+ * arithmetic on the value plus a table lookup: never dereferences it. */
+cp_comm *cp_registry_from_ctx(uint64_t ctx_value);
+/* Writable entry by index (recording core only). */
+cp_comm *cp_registry_get_mut(uint32_t index);
+/* The per-process salt in context values; redrawn in a forked child so the
+ * parent's contexts are foreign there. */
+uint32_t cp_registry_salt(void);
+void cp_registry_after_fork(void);
+
 #endif

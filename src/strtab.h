@@ -14,5 +14,7 @@
 
 uint32_t cp_str_intern(const char *s);
 const char *cp_str_get(uint32_t id);      /* never NULL; unknown id -> "" */
+/* Bytes held by the table (for the summary's memoryBytes). */
+uint64_t cp_str_memory(void);
 
 #endif

@@ -71,4 +71,9 @@ void cp_trace_close(void);
  * writer is not mid-write.  For SIGTERM/SIGINT handlers. */
 void cp_trace_flush_signal_safe(void);
 
+/* ---- added by the output code (H2) ---- */
+/* Bytes held by the per-thread rings (for the summary's memoryBytes).
+ * Rings hold COLLPROF_TRACE_BUFFER records rounded up to a power of two. */
+uint64_t cp_trace_memory_bytes(void);
+
 #endif

@@ -1,0 +1,49 @@
+/*
+ * export.h — views of a collated run for other tools, written by
+ * collprof-collate (--chrome, --folded, --html).  MPI-free; inputs are the
+ * run as the reader loaded it (cp_run: each rank's tail records and its
+ * file name) and the summary built from it (cp_summary), rundata.h.
+ *
+ *   export_chrome.c  one Chrome trace-event JSON file for all ranks
+ *                    (Perfetto UI, chrome://tracing): re-reads every rank
+ *                    file's event and state records, puts them on rank 0's
+ *                    clock with each rank's clock record, KernelCh on GPU
+ *                    tracks at their GPU times
+ *   export_folded.c  folded stacks "A;B;C <self ns>" (flamegraph.pl,
+ *                    speedscope, inferno)
+ *   export_html.c    one self-contained HTML report with inline SVG charts
+ *
+ * Each returns 0 on success, or -1 after one "collprof:" line on stderr
+ * naming the file.  A file name "-" means standard output.  Damaged lines
+ * in rank files are reported (file:line) and skipped, never fatal.
+ */
+#ifndef COLLPROF_EXPORT_H
+#define COLLPROF_EXPORT_H
+#include <stdio.h>
+#include "rundata.h"
+
+/* s may be NULL: then paths that have no global id in the rank files get
+ * none in the export either. */
+int cp_export_chrome(const cp_run *run, const cp_summary *s, const char *out);
+int cp_export_folded(const cp_summary *s, const char *out);
+/* top: how many paths the table and the charts show (0: 10). */
+int cp_export_html(const cp_run *run, const cp_summary *s, const char *out, size_t top);
+
+/* ---- shared by the exporters (export_util.c) ---- */
+
+/* Open out for writing ("-" = stdout); NULL after a message. */
+FILE *cp_export_open(const char *out);
+/* Close (not stdout), reporting write errors; 0 on success. */
+int cp_export_close(FILE *f, const char *out);
+
+/* Global id of a rank's path record: its own id when collated, else the
+ * summary path with the same hash and string; -1 when unknown. */
+int64_t cp_export_global_id(const cp_summary *s, const cp_path_rec *p);
+
+/* Index of the summary path with id `id` (ids are indices; checked). */
+const cp_gpath *cp_export_gpath(const cp_summary *s, int64_t id);
+
+/* ns as microseconds with three decimals ("-12.345"), into buf. */
+const char *cp_export_us(int64_t ns, char *buf, size_t len);
+
+#endif

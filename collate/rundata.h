@@ -1,0 +1,204 @@
+/*
+ * rundata.h — the data model of one profiled run, shared by everything that
+ * reads or reports it (collate/, mpi_wrap/, the exporters collate/export_*.c).
+ *
+ * Two layers:
+ *   1. What each rank recorded (cp_rank_data): the tail records of its JSONL
+ *      file (path records, the rank summary record, the clock record), or
+ *      the same fields taken from a collprof_snapshot by the MPI layer.
+ *      A cp_run is all ranks of one output folder.
+ *   2. What collation made of it (cp_summary): the global call paths with
+ *      their global IDs (position in the set of unique (hash, path string)
+ *      ordered by hash, then by the string's bytes), the numbers combined
+ *      over ranks, and run-level totals.  summary.log and summary.json are
+ *      written from a cp_summary only, whether it was built online (MPI tree
+ *      in mpi_wrap/) or offline (collprof-collate), so both agree number for
+ *      number: every combined number is an integer (sums, min/max with the
+ *      lowest rank on ties); derived doubles are computed from those
+ *      integers by one function (cp_summary_finish).
+ *
+ * Units: times in nanoseconds (uint64), timestamps CLOCK_MONOTONIC ns of
+ * the rank's own clock (add clock_offset_ns for rank 0's clock), wall
+ * times ns since the epoch.  Strings are NUL-terminated UTF-8 owned by the
+ * structure that holds them unless said otherwise.
+ */
+#ifndef COLLPROF_RUNDATA_H
+#define COLLPROF_RUNDATA_H
+#include <stdint.h>
+#include <stddef.h>
+
+/* ---- layer 1: one rank ---- */
+
+/* One "path" record: a call path of one process, with its local numbers. */
+typedef struct cp_path_rec {
+  int64_t id;              /* global id, -1 when not collated */
+  uint32_t local;          /* id used in this rank's event records ("path") */
+  uint64_t hash;           /* XXH3_64bits of path, as the plugin recorded it */
+  char *path;              /* "GroupApi/CollApi:AllReduce/Coll:AllReduce" */
+  uint32_t leaf_type;      /* NCCL event-type bit of the last element, 0 unknown */
+  char *leaf_func;         /* func of the last element, "" if none */
+  uint64_t calls, total_ns, self_ns, min_ns, max_ns, bytes, states;
+  uint64_t gpu_ns;         /* KernelCh: GPU time; Coll/P2p: sum of sampled spans */
+  uint64_t gpu_samples;    /* events that contributed to gpu_ns */
+  uint64_t unterminated;
+} cp_path_rec;
+
+/* One communicator of the rank (the "comms" list of the rank record). */
+typedef struct cp_comm_rec {
+  uint64_t comm_id;
+  char comm_name[64];
+  int nranks, nnodes, nccl_rank;
+  char gpu_uuid[40];
+  uint64_t events;
+  int64_t gpu_offset_ns;   /* GPU pTimer minus host clock; valid if gpu_offset_valid */
+  int gpu_offset_valid;
+} cp_comm_rec;
+
+typedef struct cp_rank_data {
+  char *file;              /* file it was read from, NULL for a snapshot */
+  int has_rank_rec;        /* the "rank" record was present */
+  int rank;                /* MPI world rank; -1 without MPI */
+  int world_size;          /* 0 when unknown */
+  int pid;
+  char host[256];
+  int64_t start_wall_ns;   /* CLOCK_REALTIME at start_ns */
+  uint64_t start_ns, end_ns;          /* CLOCK_MONOTONIC (startTs/endTs x 1000) */
+  uint32_t event_mask;
+  int gpu_sample, trace_on, nccl_version;
+  char periods[128];
+  uint64_t events_recorded, events_pxn, unterminated, blacklist_evictions,
+           unknown_parent, trace_dropped, bad_calls, gpu_sampled_calls,
+           memory_bytes;
+  double per_event_cost_ns;
+  char *command;           /* "" when unknown */
+  size_t ncomms;
+  cp_comm_rec *comms;
+  size_t npaths;
+  cp_path_rec *paths;      /* in file order (for snapshots: by local id) */
+  int has_clock;
+  int64_t clock_offset_ns, clock_rtt_ns;
+} cp_rank_data;
+
+typedef struct cp_run {
+  char *dir;
+  size_t nranks;
+  cp_rank_data *ranks;     /* sorted by rank (files without a rank: by name) */
+} cp_run;
+
+void cp_rank_data_free(cp_rank_data *r);
+void cp_run_free(cp_run *run);
+
+/* ---- layer 2: collated ---- */
+
+/* Numbers of one path combined over ranks.  Integers only (see top). */
+typedef struct cp_pstat {
+  uint64_t calls, total_ns, self_ns, bytes, states, gpu_ns, gpu_samples,
+           unterminated;                 /* sums over ranks */
+  uint64_t ev_min_ns, ev_max_ns;         /* per event, over ranks with calls
+                                            (UINT64_MAX / 0 when no calls) */
+  uint32_t nranks;                       /* ranks that have the path */
+  uint64_t tmin_ns, tmax_ns;             /* per-rank total_ns: min and max */
+  int32_t tmin_rank, tmax_rank;          /* world rank holding it (lowest on ties) */
+} cp_pstat;
+
+/* Counters of the whole run (sums over ranks unless said). */
+typedef struct cp_agg {
+  uint64_t ranks_reported;
+  uint64_t ranks_with_nccl;              /* ranks with at least one communicator */
+  uint64_t events_recorded, events_pxn, unterminated, blacklist_evictions,
+           unknown_parent, trace_dropped, bad_calls, gpu_sampled_calls,
+           memory_bytes;
+  uint64_t memory_max_bytes;             /* max over ranks */
+  uint64_t overhead_ns;                  /* sum of llround(events x per-event cost) */
+  int64_t start_wall_min_ns;             /* earliest start (INT64_MAX if none) */
+  int64_t end_wall_max_ns;               /* latest start_wall + (end - start) */
+  uint64_t runtime_max_ns;               /* longest rank (end - start) */
+  int32_t runtime_max_rank;
+  int32_t nccl_version;                  /* max over ranks */
+  uint32_t event_mask_or;                /* OR over ranks */
+  int32_t bw_nranks;                     /* communicator size for bus bandwidth:
+                                            0 none, -1 ranks/comms disagree */
+} cp_agg;
+
+typedef struct cp_host_count { const char *name; uint64_t ranks; } cp_host_count;
+
+/* A communicator as seen from all ranks. */
+typedef struct cp_comm_sum {
+  uint64_t comm_id;
+  const char *name;
+  int32_t nranks, nnodes;
+  uint64_t members;                      /* contexts (NCCL ranks) that reported it */
+  uint64_t events;                       /* summed over them */
+} cp_comm_sum;
+
+/* One global path and what is derived from its numbers. */
+typedef struct cp_gpath {
+  int64_t id;                            /* global id = index in cp_summary.paths */
+  uint64_t hash;                         /* possibly truncated (hash_bits) */
+  const char *path;
+  uint32_t leaf_type;
+  const char *leaf_func;
+  cp_pstat s;
+  /* derived by cp_summary_finish */
+  double avg_ns;                         /* mean of per-rank totals over s.nranks */
+  double imbalance_pct;                  /* Vftrace: signed, see collate/reduce.h */
+  int32_t imbalance_rank;                /* rank of the larger deviation */
+  double self_pct;                       /* self_ns / sum of all paths' self_ns */
+  double call_avg_ns;                    /* total_ns / calls */
+  double gpu_est_ns;                     /* Coll/P2p: gpu_ns/gpu_samples*calls;
+                                            KernelCh: gpu_ns; 0 without samples */
+  int gpu_exact;                         /* samples == calls (or KernelCh) */
+  int bw_valid;                          /* Coll/P2p with bytes and a known n */
+  double algbw_gbs, busbw_gbs;           /* GB/s = bytes per ns */
+  int collides;                          /* shares its hash with another path */
+} cp_gpath;
+
+/* Measured by the collation itself (online: MPI tree; offline: the tool). */
+typedef struct cp_collation_info {
+  int online;                            /* 1 MPI tree, 0 offline tool */
+  int rounds;                            /* ceil(log2 P) online */
+  int nranks;
+  uint64_t wall_ns;                      /* rank 0, after a barrier */
+  uint64_t *bytes_sent, *bytes_recv;     /* per rank (NULL offline) */
+  uint64_t max_recv_bytes;
+  int32_t max_recv_rank;
+  uint64_t global_set_bytes;             /* packed size of the global path set */
+} cp_collation_info;
+
+typedef struct cp_summary {
+  int world_size;                        /* ranks in the job */
+  cp_agg agg;
+  /* rank 0's configuration (the lowest rank's offline) */
+  int config_rank;
+  char command[8192];
+  uint32_t event_mask;
+  int gpu_sample, trace_on;
+  char periods[128];
+  double per_event_cost_ns;
+  int hash_bits;                         /* 64 unless COLLPROF_HASH_BITS */
+  char outdir[4096];
+  size_t nhosts;  cp_host_count *hosts;  /* sorted by name */
+  size_t ncomms;  cp_comm_sum *comms;    /* sorted by comm_id */
+  size_t npaths;  cp_gpath *paths;       /* by global id */
+  uint64_t self_total_ns;                /* sum of self_ns over paths */
+  size_t ncollisions;                    /* hashes held by more than one path */
+  cp_collation_info coll;
+  void *owner;                           /* internal: storage behind the pointers */
+} cp_summary;
+
+void cp_summary_free(cp_summary *s);
+
+/* NCCL event-type bit <-> "ncclProfileColl" / short name "Coll". */
+const char *cp_type_long_name(uint32_t bit);   /* "" for unknown */
+const char *cp_type_short_name(uint32_t bit);  /* "" for unknown */
+uint32_t cp_type_from_name(const char *name);  /* long or short name; 0 unknown */
+/* "GroupApi,CollApi,..." for a mask into buf. */
+void cp_mask_names(uint32_t mask, char *buf, size_t len);
+
+/* COLLPROF_HASH_BITS (1..64, default 64), for tests that force collisions. */
+int cp_hash_bits_env(void);
+static inline uint64_t cp_hash_trunc(uint64_t h, int bits) {
+  return bits >= 64 || bits <= 0 ? h : (h & ((UINT64_C(1) << bits) - 1));
+}
+
+#endif

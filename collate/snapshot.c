@@ -1,0 +1,59 @@
+/*
+ * snapshot.c — collprof_snapshot -> cp_rank_data (snapshot.h).
+ */
+#include "snapshot.h"
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_rank_data *r) {
+  memset(r, 0, sizeof *r);
+  r->has_rank_rec = 1;
+  r->rank = s->world_rank; r->world_size = s->world_size; r->pid = s->pid;
+  snprintf(r->host, sizeof r->host, "%s", s->host);
+  /* the rank record's startWall has microseconds: keep what a file would keep */
+  r->start_wall_ns = s->start_wall_ns / 1000 * 1000;
+  r->start_ns = s->start_mono_ns; r->end_ns = s->end_mono_ns;
+  r->event_mask = s->event_mask; r->gpu_sample = s->gpu_sample; r->trace_on = s->trace_on;
+  r->nccl_version = s->nccl_version;
+  snprintf(r->periods, sizeof r->periods, "%s", s->periods);
+  r->events_recorded = s->events_recorded; r->events_pxn = s->events_pxn;
+  r->unterminated = s->unterminated; r->blacklist_evictions = s->blacklist_evictions;
+  r->unknown_parent = s->unknown_parent; r->trace_dropped = s->trace_dropped;
+  r->bad_calls = s->bad_calls; r->gpu_sampled_calls = s->gpu_sampled_calls;
+  r->memory_bytes = s->memory_bytes;
+  /* the rank record carries the cost with one decimal: use what a reader
+   * of the file gets, so online and offline overheads agree */
+  char cost[64];
+  snprintf(cost, sizeof cost, "%.1f", s->per_event_cost_ns == s->per_event_cost_ns ? s->per_event_cost_ns : 0.0);
+  r->per_event_cost_ns = strtod(cost, NULL);
+  r->command = strdup(command ? command : "");
+  r->comms = calloc(s->ncomms + 1, sizeof *r->comms);
+  r->paths = calloc(s->npaths + 1, sizeof *r->paths);
+  if (!r->command || !r->comms || !r->paths) { cp_rank_data_free(r); return -1; }
+  for (size_t i = 0; i < s->ncomms; i++) {
+    const collprof_comm_info *c = &s->comms[i];
+    cp_comm_rec *d = &r->comms[i];
+    d->comm_id = c->comm_id;
+    snprintf(d->comm_name, sizeof d->comm_name, "%s", c->comm_name);
+    d->nranks = c->nranks; d->nnodes = c->nnodes; d->nccl_rank = c->nccl_rank;
+    snprintf(d->gpu_uuid, sizeof d->gpu_uuid, "%s", c->gpu_uuid);
+    d->events = c->events;
+    d->gpu_offset_ns = c->gpu_offset_ns; d->gpu_offset_valid = c->gpu_offset_valid;
+  }
+  r->ncomms = s->ncomms;
+  for (size_t i = 0; i < s->npaths; i++) {
+    const collprof_path_stat *p = &s->paths[i];
+    cp_path_rec *d = &r->paths[i];
+    d->id = -1; d->local = p->local_id; d->hash = p->hash;
+    d->path = strdup(p->path ? p->path : "");
+    d->leaf_func = strdup(p->leaf_func ? p->leaf_func : "");
+    r->npaths = i + 1;
+    if (!d->path || !d->leaf_func) { cp_rank_data_free(r); return -1; }
+    d->leaf_type = p->leaf_type;
+    d->calls = p->calls; d->total_ns = p->total_ns; d->self_ns = p->self_ns;
+    d->min_ns = p->min_ns; d->max_ns = p->max_ns; d->bytes = p->bytes; d->states = p->states;
+    d->gpu_ns = p->gpu_ns; d->gpu_samples = p->gpu_samples; d->unterminated = p->unterminated;
+  }
+  return 0;
+}

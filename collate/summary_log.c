@@ -1,0 +1,207 @@
+/*
+ * summary_log.c — summary.log, the human-readable report of all ranks, in
+ * the manner of Vftrace's <name>_all.log (report.h).  Sections in order:
+ * header, run summary, communicators, runtime profile (by total time),
+ * min/max across ranks, by type:func, global paths, configuration,
+ * collation.  Columns are described in man/collprof.7.
+ */
+#include "report.h"
+#include "reduce.h"
+#include "collprof.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void cp_iso_time(int64_t wall_ns, char *buf, size_t len) {
+  if (!len) return;
+  buf[0] = 0;
+  if (wall_ns <= 0 || wall_ns == INT64_MAX) return;
+  time_t t = (time_t)(wall_ns / 1000000000);
+  struct tm tm;
+  if (!gmtime_r(&t, &tm)) return;
+  strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static double sec(uint64_t ns) { return (double)ns / 1e9; }
+
+static void rule(FILE *f, int n) { for (int i = 0; i < n; i++) fputc('-', f); fputc('\n', f); }
+
+static int path_width(const cp_summary *s) {
+  int w = 4;
+  for (size_t i = 0; i < s->npaths; i++) { int l = (int)strlen(s->paths[i].path); if (l > w) w = l; }
+  return w;
+}
+
+static void fmt_bw(char *b, size_t n, const cp_gpath *p) {
+  if (p->bw_valid) snprintf(b, n, "%.3f", p->busbw_gbs); else snprintf(b, n, "-");
+}
+
+/* type:func of a path's leaf, e.g. "Coll:AllReduce" */
+static void type_func(char *b, size_t n, const cp_gpath *p) {
+  const char *t = cp_type_short_name(p->leaf_type);
+  if (!*t) t = "?";
+  if (p->leaf_func && *p->leaf_func) snprintf(b, n, "%s:%s", t, p->leaf_func);
+  else snprintf(b, n, "%s", t);
+}
+
+typedef struct { char key[160]; uint64_t paths, calls, total, self; } tf_row;
+static int tf_cmp(const void *x, const void *y) {
+  const tf_row *a = x, *b = y;
+  if (a->total != b->total) return a->total > b->total ? -1 : 1;
+  return strcmp(a->key, b->key);
+}
+
+static void profile(FILE *f, const cp_summary *s) {
+  int pw = path_width(s);
+  fprintf(f, "Runtime profile (all ranks; times summed over ranks, sorted by total time)\n");
+  int lw = fprintf(f, "%12s | %12s | %12s | %7s | %12s | %14s | %11s | %9s | %7s | %-*s | %s\n",
+                   "Calls", "Total[s]", "Self[s]", "Self[%]", "Avg/call[us]", "Bytes",
+                   "BusBW[GB/s]", "Imbal[%]", "on rank", pw, "Path", "ID");
+  rule(f, lw - 1);
+  size_t *o = cp_summary_order_by_total(s);
+  for (size_t k = 0; o && k < s->npaths; k++) {
+    const cp_gpath *p = &s->paths[o[k]];
+    char bw[32]; fmt_bw(bw, sizeof bw, p);
+    fprintf(f, "%12" PRIu64 " | %12.6f | %12.6f | %7.2f | %12.3f | %14" PRIu64 " | %11s | %9.2f | %7d | %-*s | %" PRId64 "\n",
+            p->s.calls, sec(p->s.total_ns), sec(p->s.self_ns), p->self_pct, p->call_avg_ns / 1e3,
+            p->s.bytes, bw, p->imbalance_pct, p->imbalance_rank, pw, p->path, p->id);
+  }
+  free(o);
+  fputc('\n', f);
+
+  fprintf(f, "Min/max across ranks (per-rank totals; a rank without the path is not counted)\n");
+  lw = fprintf(f, "%6s | %12s | %6s | %12s | %6s | %12s | %6s | %9s | %s\n",
+               "ID", "t_max[s]", "rank", "t_min[s]", "rank", "t_avg[s]", "ranks", "Imbal[%]", "Path");
+  rule(f, lw - 1);
+  for (size_t i = 0; i < s->npaths; i++) {
+    const cp_gpath *p = &s->paths[i];
+    fprintf(f, "%6" PRId64 " | %12.6f | %6d | %12.6f | %6d | %12.6f | %6u | %9.2f | %s\n",
+            p->id, sec(p->s.tmax_ns), p->s.tmax_rank, sec(p->s.tmin_ns), p->s.tmin_rank,
+            p->avg_ns / 1e9, p->s.nranks, p->imbalance_pct, p->path);
+  }
+  fputc('\n', f);
+
+  /* grouped by the leaf's type:func */
+  tf_row *rows = calloc(s->npaths + 1, sizeof *rows);
+  size_t nr = 0;
+  for (size_t i = 0; rows && i < s->npaths; i++) {
+    char key[160]; type_func(key, sizeof key, &s->paths[i]);
+    size_t j = 0;
+    while (j < nr && strcmp(rows[j].key, key)) j++;
+    if (j == nr) { snprintf(rows[nr].key, sizeof rows[nr].key, "%s", key); nr++; }
+    rows[j].paths++; rows[j].calls += s->paths[i].s.calls;
+    rows[j].total += s->paths[i].s.total_ns; rows[j].self += s->paths[i].s.self_ns;
+  }
+  if (rows) qsort(rows, nr, sizeof *rows, tf_cmp);
+  fprintf(f, "By type:func (all paths ending in it)\n");
+  lw = fprintf(f, "%-32s | %6s | %12s | %12s | %12s | %7s\n", "Type:func", "Paths", "Calls",
+               "Total[s]", "Self[s]", "Self[%]");
+  rule(f, lw - 1);
+  for (size_t j = 0; j < nr; j++)
+    fprintf(f, "%-32s | %6" PRIu64 " | %12" PRIu64 " | %12.6f | %12.6f | %7.2f\n", rows[j].key,
+            rows[j].paths, rows[j].calls, sec(rows[j].total), sec(rows[j].self),
+            s->self_total_ns ? 100.0 * (double)rows[j].self / (double)s->self_total_ns : 0.0);
+  free(rows);
+  fputc('\n', f);
+}
+
+int cp_write_summary_log(const cp_summary *s, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) { fprintf(stderr, "collprof: cannot write %s: %s\n", path, strerror(errno)); return -1; }
+  char t0[64], t1[64], mask[256];
+  cp_iso_time(s->agg.start_wall_min_ns, t0, sizeof t0);
+  cp_iso_time(s->agg.end_wall_max_ns, t1, sizeof t1);
+  cp_mask_names(s->event_mask, mask, sizeof mask);
+
+  fprintf(f, "collprof %s - summary of all ranks\n\n", COLLPROF_VERSION);
+  fprintf(f, "Command:          %s\n", s->command);
+  fprintf(f, "Start date:       %s\n", t0);
+  fprintf(f, "End date:         %s\n", t1);
+  fprintf(f, "Ranks:            %d (%" PRIu64 " reported, %" PRIu64 " used NCCL)\n", s->world_size,
+          s->agg.ranks_reported, s->agg.ranks_with_nccl);
+  fprintf(f, "Hosts:            %zu:", s->nhosts);
+  for (size_t i = 0; i < s->nhosts; i++)
+    fprintf(f, " %s (%" PRIu64 ")", *s->hosts[i].name ? s->hosts[i].name : "?", s->hosts[i].ranks);
+  fputc('\n', f);
+  if (s->agg.nccl_version)
+    fprintf(f, "NCCL version:     %d.%d.%d (%d)\n", s->agg.nccl_version / 10000,
+            s->agg.nccl_version / 100 % 100, s->agg.nccl_version % 100, s->agg.nccl_version);
+  else fprintf(f, "NCCL version:     unknown\n");
+  fprintf(f, "Event mask:       0x%x %s\n\n", s->event_mask, mask);
+
+  fprintf(f, "Run summary\n");
+  fprintf(f, "  Runtime [s]:                  %.6f (longest rank: %d)\n", sec(s->agg.runtime_max_ns),
+          s->agg.runtime_max_rank);
+  fprintf(f, "  Events recorded:              %" PRIu64 "\n", s->agg.events_recorded);
+  fprintf(f, "  Estimated overhead [s]:       %.6f (events x per-event cost, all ranks)\n",
+          sec(s->agg.overhead_ns));
+  fprintf(f, "  Memory used [MiB]:            %.3f (largest rank %.3f)\n",
+          (double)s->agg.memory_bytes / 1048576.0, (double)s->agg.memory_max_bytes / 1048576.0);
+  fprintf(f, "  Unterminated events:          %" PRIu64 "\n", s->agg.unterminated);
+  fprintf(f, "  Blacklist evictions:          %" PRIu64 "\n", s->agg.blacklist_evictions);
+  fprintf(f, "  PXN events:                   %" PRIu64 "\n", s->agg.events_pxn);
+  fprintf(f, "  Unknown-parent events:        %" PRIu64 "\n", s->agg.unknown_parent);
+  fprintf(f, "  Trace records dropped:        %" PRIu64 "\n", s->agg.trace_dropped);
+  fprintf(f, "  Bad calls:                    %" PRIu64 "\n", s->agg.bad_calls);
+  fprintf(f, "  GPU-sampled API calls:        %" PRIu64 "\n", s->agg.gpu_sampled_calls);
+  fprintf(f, "  Global paths:                 %zu\n", s->npaths);
+  fprintf(f, "  Hash collisions:              %zu\n", s->ncollisions);
+  for (size_t i = 0; i < s->npaths; i++)
+    if (s->paths[i].collides)
+      fprintf(f, "    hash 0x%016" PRIx64 ": ID %" PRId64 " %s\n", s->paths[i].hash, s->paths[i].id,
+              s->paths[i].path);
+  fputc('\n', f);
+
+  fprintf(f, "Communicators\n");
+  int lw = fprintf(f, "%20s | %-24s | %6s | %6s | %8s | %12s\n", "commId", "Name", "nranks",
+                   "nNodes", "Reported", "Events");
+  rule(f, lw - 1);
+  for (size_t i = 0; i < s->ncomms; i++) {
+    const cp_comm_sum *c = &s->comms[i];
+    fprintf(f, "%20" PRIu64 " | %-24s | %6d | %6d | %8" PRIu64 " | %12" PRIu64 "\n", c->comm_id,
+            *c->name ? c->name : "-", c->nranks, c->nnodes, c->members, c->events);
+  }
+  fputc('\n', f);
+
+  profile(f, s);
+
+  fprintf(f, "Global paths (ID = position in the sorted set of unique (hash, path))\n");
+  for (size_t i = 0; i < s->npaths; i++)
+    fprintf(f, "  ID%-6" PRId64 " 0x%016" PRIx64 "  %s\n", s->paths[i].id, s->paths[i].hash,
+            s->paths[i].path);
+  fputc('\n', f);
+
+  fprintf(f, "Configuration (rank %d)\n", s->config_rank);
+  fprintf(f, "  NCCL_PROFILE_EVENT_MASK:      0x%x\n", s->event_mask);
+  fprintf(f, "  COLLPROF_GPU_SAMPLE:          %d\n", s->gpu_sample);
+  fprintf(f, "  COLLPROF_TRACE:               %d\n", s->trace_on);
+  fprintf(f, "  COLLPROF_PERIODS:             %s\n", s->periods);
+  fprintf(f, "  COLLPROF_HASH_BITS:           %d\n", s->hash_bits);
+  fprintf(f, "  Per-event cost [ns]:          %.1f\n", s->per_event_cost_ns);
+  fputc('\n', f);
+
+  const cp_collation_info *c = &s->coll;
+  fprintf(f, "Collation\n");
+  fprintf(f, "  Mode:                         %s\n", c->online ? "online (MPI tree)" : "offline");
+  fprintf(f, "  Rounds:                       %d\n", c->rounds);
+  fprintf(f, "  Wall time [s]:                %.6f\n", sec(c->wall_ns));
+  fprintf(f, "  Largest receive [bytes]:      %" PRIu64 " (rank %d)\n", c->max_recv_bytes, c->max_recv_rank);
+  fprintf(f, "  Global set [bytes]:           %" PRIu64 "\n", c->global_set_bytes);
+
+  int bad = ferror(f);
+  if (fclose(f) || bad) {
+    fprintf(stderr, "collprof: error writing %s\n", path);
+    return -1;
+  }
+  return 0;
+}
+
+int cp_write_summaries(const cp_summary *s, const char *dir) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s/summary.log", dir);
+  int rc = cp_write_summary_log(s, p);
+  snprintf(p, sizeof p, "%s/summary.json", dir);
+  return cp_write_summary_json(s, p) || rc ? -1 : 0;
+}

@@ -1,0 +1,65 @@
+/*
+ * clock.h — the plugin's one clock: CLOCK_MONOTONIC nanoseconds, read from
+ * the TSC on the hot path, plus the test-only skew.
+ *
+ * Every timestamp collprof writes comes from cp_clock_now() (collprof_now_ns
+ * returns it too), so host times in the trace, the MPI clock sync and the GPU
+ * offset estimate agree.  With an invariant TSC (cpuid 0x80000007 EDX bit 8,
+ * or the kernel itself using the "tsc" clocksource) a read is rdtsc and a
+ * multiply, inlined: no system call, no vDSO.  The TSC-to-ns mapping is anchored to
+ * CLOCK_MONOTONIC at load and re-anchored at growing intervals (2 ms .. 1 s),
+ * the rate always measured from the load anchor, so drift against the
+ * kernel's clock stays below a microsecond and later re-anchors move the
+ * clock by nanoseconds.  Without an invariant TSC: clock_gettime.
+ *
+ * COLLPROF_TEST_CLOCK_SKEW_NS: one number, or "s0,s1,..." indexed by
+ * OMPI_COMM_WORLD_RANK / PMIX_RANK; added to every reading.
+ */
+#ifndef COLLPROF_CLOCK_H
+#define COLLPROF_CLOCK_H
+#include <stdint.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <stdatomic.h>
+#include <x86intrin.h>
+#define CP_CLOCK_TSC 1
+#endif
+
+/* Calibrate (idempotent, thread-safe; also run by a library constructor). */
+void cp_clock_init(void);
+/* Now, in ns (monotonic + skew).  Inline fast path below. */
+static inline uint64_t cp_clock_now(void);
+uint64_t cp_clock_now_slow(void);
+/* CLOCK_MONOTONIC/REALTIME at load (without/with skew as documented). */
+uint64_t cp_clock_start_mono(void);   /* includes the skew, like cp_clock_now */
+int64_t cp_clock_start_wall(void);    /* CLOCK_REALTIME at the same instant */
+int64_t cp_clock_skew(void);
+int cp_clock_uses_tsc(void);
+
+/* One TSC-to-ns mapping.  Published by pointer (release), never changed
+ * while current; a ring of them is reused long after (clock.c). */
+typedef struct cp_clock_map {
+  uint64_t tsc0, ns0, mult, lim;   /* ns = ns0 + (tsc - tsc0) * mult >> 32 + skew */
+  int64_t skew;
+} cp_clock_map;
+extern cp_clock_map *_Atomic cp_clock_cur;   /* NULL: no TSC or not calibrated */
+
+static inline uint64_t cp_clock_now(void) {
+#ifdef CP_CLOCK_TSC
+  const cp_clock_map *m = atomic_load_explicit(&cp_clock_cur, memory_order_acquire);
+  if (__builtin_expect(m != 0, 1)) {
+    uint64_t t = __rdtsc();
+    uint64_t tsc0 = __atomic_load_n(&m->tsc0, __ATOMIC_RELAXED);
+    uint64_t d = t - tsc0;
+    if (__builtin_expect(t >= tsc0 && d <= __atomic_load_n(&m->lim, __ATOMIC_RELAXED), 1)) {
+      __extension__ typedef unsigned __int128 u128;
+      return __atomic_load_n(&m->ns0, __ATOMIC_RELAXED) +
+             (uint64_t)(((u128)d * __atomic_load_n(&m->mult, __ATOMIC_RELAXED)) >> 32) +
+             (uint64_t)__atomic_load_n(&m->skew, __ATOMIC_RELAXED);
+    }
+  }
+#endif
+  return cp_clock_now_slow();
+}
+
+#endif

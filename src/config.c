@@ -1,0 +1,235 @@
+/*
+ * config.c — reads the environment once into a cp_config (config.h), and
+ * the "collprof:" message lines.
+ *
+ * Every variable has a default; a malformed value gives exactly one warning
+ *   collprof: COLLPROF_X='bad': <why>; using <default>
+ * and the default.  Numbers are decimal or 0x hex (masks and sizes alike).
+ * First caller loads under a mutex, later callers read the published copy
+ * without a lock (acquire load of `g_loaded`).
+ *
+ * Choices worth knowing:
+ *  - COLLPROF_GPU_SAMPLE default: 16 when NCCL_PROFILE_EVENT_MASK is unset,
+ *    1 when the user's mask has KernelCh (they asked for every KernelCh),
+ *    0 when the user's mask lacks it (they asked for none).
+ *  - COLLPROF_PERIODS is only syntax-checked here with the rule
+ *    mask_control.c applies (delay>=0 : duration>0 [: repeat integer>=0],
+ *    seconds, fractions allowed); the string is stored as given.
+ *  - The collprof-<YYYYMMDD-HHMMSS> folder name (local time) is chosen on
+ *    the first load and kept by cp_config_reload, so one process never
+ *    changes folder by re-reading the environment.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#pragma GCC visibility push(hidden)
+
+#define MASK_KERNELCH 64u
+#define MASK_ALL 4095u
+#define DEF_MASK (MASK_ALL & ~MASK_KERNELCH)
+#define DEF_POOL 1024u
+#define DEF_BLACKLIST 10000000ull
+#define DEF_TRACE_BUF 65536u
+
+static cp_config g_cfg;
+static atomic_int g_loaded;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_stamp_dir[64];   /* collprof-<time>, chosen once */
+
+/* ---- messages ---- */
+
+static void vline(const char *fmt, va_list ap) {
+  char buf[1024];
+  int n = snprintf(buf, sizeof buf, "collprof: ");
+  int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+  if (m < 0) m = 0;
+  size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
+  buf[len++] = '\n';
+  /* One write() so that lines from several threads/processes do not mix. */
+  ssize_t w = write(2, buf, len);
+  (void)w;
+}
+
+void cp_warn(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vline(fmt, ap);
+  va_end(ap);
+}
+
+void cp_info(const char *fmt, ...) {
+  if (cp_config_get()->quiet) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vline(fmt, ap);
+  va_end(ap);
+}
+
+/* ---- parsing ---- */
+
+static void bad(const char *var, const char *val, const char *why, const char *def) {
+  cp_warn("%s='%s': %s; using %s", var, val, why, def);
+}
+
+/* An unsigned number, decimal or 0x hex, no sign, no trailing text.
+ * Returns 0 and sets *why on error. */
+static int parse_u64(const char *s, uint64_t max, uint64_t *out, const char **why) {
+  const char *p = s;
+  while (isspace((unsigned char)*p)) p++;
+  if (!*p) { *why = "empty"; return 0; }
+  if (*p == '-' || *p == '+') { *why = "not an unsigned number"; return 0; }
+  int base = 10;
+  if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+    base = 16;
+    p += 2;
+    if (!isxdigit((unsigned char)*p)) { *why = "not a hex number"; return 0; }
+  } else if (!isdigit((unsigned char)*p)) {
+    *why = "not a number";
+    return 0;
+  }
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(p, &end, base);
+  while (isspace((unsigned char)*end)) end++;
+  if (*end) { *why = "trailing characters"; return 0; }
+  if (errno == ERANGE || v > max) { *why = "out of range"; return 0; }
+  *out = v;
+  return 1;
+}
+
+/* A number variable in [min, max]; unset or "" keeps *out (the default). */
+static void get_num(const char *var, uint64_t min, uint64_t max, uint64_t *out) {
+  const char *s = getenv(var);
+  if (!s || !*s) return;
+  uint64_t v;
+  const char *why = NULL;
+  char def[32];
+  snprintf(def, sizeof def, "%llu", (unsigned long long)*out);
+  if (!parse_u64(s, max, &v, &why)) { bad(var, s, why, def); return; }
+  if (v < min) { bad(var, s, "out of range", def); return; }
+  *out = v;
+}
+
+/* A switch: 1/0, yes/no, true/false, on/off (any case). */
+static void get_bool(const char *var, int *out) {
+  const char *s = getenv(var);
+  if (!s || !*s) return;
+  static const char *const on[] = {"1", "yes", "true", "on", "y"};
+  static const char *const off[] = {"0", "no", "false", "off", "n"};
+  for (size_t i = 0; i < sizeof on / sizeof on[0]; i++)
+    if (!strcasecmp(s, on[i])) { *out = 1; return; }
+  for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
+    if (!strcasecmp(s, off[i])) { *out = 0; return; }
+  bad(var, s, "not 0/1, yes/no, true/false or on/off", *out ? "1" : "0");
+}
+
+/* delay:duration[:repeat] exactly as mask_control.c reads it. */
+static int periods_ok(const char *s, const char **why) {
+  char *end;
+  double d = strtod(s, &end);
+  if (end == s || *end != ':' || !(d >= 0) || d > 1e9) { *why = "delay is not seconds >= 0 followed by ':'"; return 0; }
+  const char *q = end + 1;
+  double u = strtod(q, &end);
+  if (end == q || !(u > 0) || u > 1e9) { *why = "duration is not seconds > 0"; return 0; }
+  if (*end == ':') {
+    q = end + 1;
+    long r = strtol(q, &end, 10);
+    if (end == q || r < 0) { *why = "repeat is not an integer >= 0"; return 0; }
+  }
+  if (*end) { *why = "not delay:duration[:repeat]"; return 0; }
+  return 1;
+}
+
+static void choose_stamp_dir(void) {
+  if (g_stamp_dir[0]) return;
+  time_t now = time(NULL);
+  struct tm tm;
+  if (!localtime_r(&now, &tm)) memset(&tm, 0, sizeof tm);
+  strftime(g_stamp_dir, sizeof g_stamp_dir, "collprof-%Y%m%d-%H%M%S", &tm);
+}
+
+static void load(cp_config *c) {
+  memset(c, 0, sizeof *c);
+
+  uint64_t v = DEF_MASK;
+  const char *m = getenv("NCCL_PROFILE_EVENT_MASK");
+  if (m && *m) {
+    const char *why = NULL;
+    if (parse_u64(m, 0x7fffffff, &v, &why)) c->mask_from_env = 1;
+    else { bad("NCCL_PROFILE_EVENT_MASK", m, why, "4031"); v = DEF_MASK; }
+  }
+  c->event_mask = (uint32_t)v;
+
+  v = !c->mask_from_env ? 16 : (c->event_mask & MASK_KERNELCH) ? 1 : 0;
+  get_num("COLLPROF_GPU_SAMPLE", 0, 0x7fffffff, &v);
+  c->gpu_sample = (int)v;
+
+  const char *p = getenv("COLLPROF_PERIODS");
+  if (p && *p) {
+    const char *why = NULL;
+    if (strlen(p) >= sizeof c->periods) bad("COLLPROF_PERIODS", p, "too long", "no periods");
+    else if (!periods_ok(p, &why)) bad("COLLPROF_PERIODS", p, why, "no periods");
+    else strcpy(c->periods, p);
+  }
+
+  c->trace_on = 1;
+  get_bool("COLLPROF_TRACE", &c->trace_on);
+  get_bool("COLLPROF_CAPTURE", &c->capture);
+  get_bool("COLLPROF_QUIET", &c->quiet);
+
+  v = DEF_POOL;
+  get_num("COLLPROF_POOL_SIZE", 1, 1u << 24, &v);
+  c->pool_size = (uint32_t)v;
+  v = DEF_BLACKLIST;
+  get_num("COLLPROF_BLACKLIST_CAP", 0, UINT64_MAX >> 1, &v);
+  c->blacklist_cap = v;
+  v = DEF_TRACE_BUF;
+  get_num("COLLPROF_TRACE_BUFFER", 1, 1u << 24, &v);
+  c->trace_buffer = (uint32_t)v;
+
+  choose_stamp_dir();
+  const char *o = getenv("COLLPROF_OUTPUT_DIR");
+  const char *job = getenv("SLURM_JOB_ID");
+  if (o && *o && strlen(o) < sizeof c->output_dir - 32) {
+    strcpy(c->output_dir, o);
+    c->output_dir_from_env = 1;
+  } else {
+    if (o && *o) bad("COLLPROF_OUTPUT_DIR", o, "too long", g_stamp_dir);
+    int job_ok = job && *job && strlen(job) < 64;
+    for (const char *q = job; job_ok && *q; q++)
+      if (!isalnum((unsigned char)*q) && *q != '_' && *q != '-' && *q != '.') job_ok = 0;
+    if (job_ok) snprintf(c->output_dir, sizeof c->output_dir, "collprof-%s", job);
+    else snprintf(c->output_dir, sizeof c->output_dir, "%s", g_stamp_dir);
+  }
+}
+
+const cp_config *cp_config_get(void) {
+  if (atomic_load_explicit(&g_loaded, memory_order_acquire)) return &g_cfg;
+  pthread_mutex_lock(&g_mu);
+  if (!atomic_load_explicit(&g_loaded, memory_order_relaxed)) {
+    load(&g_cfg);
+    atomic_store_explicit(&g_loaded, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_mu);
+  return &g_cfg;
+}
+
+void cp_config_reload(void) {
+  pthread_mutex_lock(&g_mu);
+  /* Tests only: readers on other threads must not be running. */
+  load(&g_cfg);
+  atomic_store_explicit(&g_loaded, 1, memory_order_release);
+  pthread_mutex_unlock(&g_mu);
+}
+
+#pragma GCC visibility pop

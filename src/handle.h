@@ -1,0 +1,75 @@
+/*
+ * handle.h — what collprof hands to NCCL: event handles and context values.
+ *
+ * Neither is a pointer.  NCCL only stores them, passes them back and tests
+ * them against NULL (ABI doc), so each carries what the plugin needs later
+ * and can be checked by arithmetic alone, without dereferencing anything:
+ * a value from another process (PXN), from another plugin, or garbage is
+ * recognised as "not ours" before any table is touched.
+ *
+ * Event handle, 64 bits:
+ *   63..60  tag 0xC      never a canonical x86-64 address, never NULL
+ *   59..44  path id      the event's local call-path id (children derive
+ *                        their path from this, never from the slot, so it
+ *                        stays right however long ago the parent stopped)
+ *   43..32  comm index   pool owner; 0 = process-wide PXN detach pool,
+ *                        CP_COMM_SCRATCH = the self-cost scratch pool
+ *   31..8   slot         slot index in that pool (top 256 values: fallback set)
+ *    7..0   generation   low 8 bits of the slot's 32-bit generation: detects
+ *                        that the slot was handed out again since
+ *
+ * Context value, 64 bits:
+ *   63..60  tag 0xD
+ *   59..32  salt         28 random bits drawn per process (redrawn after fork)
+ *   31..12  zero
+ *   11..0   comm index   1..CP_COMM_MAX, index into the registry
+ */
+#ifndef COLLPROF_HANDLE_H
+#define COLLPROF_HANDLE_H
+#include <stdint.h>
+
+#define CP_HANDLE_TAG 0xCULL
+#define CP_CTX_TAG 0xDULL
+#define CP_COMM_BITS 12
+#define CP_COMM_SCRATCH 4095u          /* never registered: self-cost pool */
+#define CP_COMM_MAX 4094u              /* highest registry index */
+#define CP_SLOT_BITS 24
+#define CP_SLOT_LIMIT (1u << CP_SLOT_BITS)
+
+typedef struct cp_handle_fields {
+  uint32_t path;   /* 16 bits */
+  uint32_t comm;   /* 12 bits */
+  uint32_t slot;   /* 24 bits */
+  uint32_t gen;    /*  8 bits */
+} cp_handle_fields;
+
+static inline uint64_t cp_handle_make(uint32_t path, uint32_t comm, uint32_t slot, uint32_t gen) {
+  return (CP_HANDLE_TAG << 60) | ((uint64_t)(path & 0xFFFFu) << 44) |
+         ((uint64_t)(comm & 0xFFFu) << 32) | ((uint64_t)(slot & 0xFFFFFFu) << 8) |
+         (uint64_t)(gen & 0xFFu);
+}
+
+/* 1 when v has our handle tag (it may still name nothing: check the fields). */
+static inline int cp_handle_decode(uint64_t v, cp_handle_fields *f) {
+  if ((v >> 60) != CP_HANDLE_TAG) return 0;
+  f->path = (uint32_t)(v >> 44) & 0xFFFFu;
+  f->comm = (uint32_t)(v >> 32) & 0xFFFu;
+  f->slot = (uint32_t)(v >> 8) & 0xFFFFFFu;
+  f->gen = (uint32_t)v & 0xFFu;
+  return 1;
+}
+
+static inline uint64_t cp_ctx_make(uint32_t salt, uint32_t comm) {
+  return (CP_CTX_TAG << 60) | ((uint64_t)(salt & 0xFFFFFFFu) << 32) | (uint64_t)(comm & 0xFFFu);
+}
+
+/* Registry index named by a context value with this salt, 0 if not ours. */
+static inline uint32_t cp_ctx_decode(uint64_t v, uint32_t salt) {
+  if ((v >> 60) != CP_CTX_TAG) return 0;
+  if (((uint32_t)(v >> 32) & 0xFFFFFFFu) != (salt & 0xFFFFFFFu)) return 0;
+  if ((v & 0xFFFFF000ULL) != 0) return 0;
+  uint32_t idx = (uint32_t)v & 0xFFFu;
+  return idx <= CP_COMM_MAX ? idx : 0;
+}
+
+#endif

@@ -1,0 +1,322 @@
+/*
+ * mask_control.c — owns the value of NCCL's live activation mask
+ * (interface and context: mask_control.h).
+ *
+ * GPU sampling rule (N = COLLPROF_GPU_SAMPLE, calls numbered k = 0, 1, ...
+ * in the order cp_mask_on_api_call sees them; S(k) = KernelCh on for k):
+ *   - N == 0: KernelCh never (even if the base mask has it).
+ *   - N == 1: KernelCh always.
+ *   - N >= 2: calls fall in blocks of N (block b = k / N).  Exactly one call
+ *     per block is a periodic sample, at position p(b) = 0 for b = 0 (the
+ *     very first call is sampled: the mask at attach has KernelCh) and
+ *     p(b) = splitmix64(b) % N after.  A fixed position (k % N == 0) would
+ *     alias with loops: in a loop of 2 collectives with N = 16 only the
+ *     first would ever be sampled.  The pseudo-random position keeps the
+ *     rate at exactly 1/N while every path of a loop gets 1/N in expectation.
+ *   - Forcing: when call k was not sampled, call k+1 is not a periodic
+ *     sample, and k's path has no GPU sample yet (cp_path_gpu_seen == 0),
+ *     call k+1 is sampled as well — at most once per path, ever (a bitmap of
+ *     paths that forced), and only while forced samples so far are fewer
+ *     than 64 or fewer than (k+1)/N.  So a stream of new paths cannot keep
+ *     KernelCh on (long-run rate at most 2/N), and a path whose forced
+ *     sample landed on a different path (a loop) falls back to the periodic
+ *     rate.  Paths with ids >= 65536 never force.
+ *   S(k+1) is decided in the hook of call k, because NCCL reads the mask
+ *   before the call's first callback (ABI doc: a change reaches the next
+ *   API call).  Sampled calls are counted from the caller's `sampled` flag.
+ *   With several threads issuing calls, "the next call" is whichever reads
+ *   the mask next; the rate stays 1/N overall.
+ *
+ * Profiling periods (COLLPROF_PERIODS=delay:duration[:repeat], seconds,
+ * fractions allowed; as ROCm Systems Profiler's trace periods): the clock
+ * starts at the first attach; each window is preceded by its own delay:
+ * off for `delay`, on for `duration`, `repeat` times (absent: 1; 0: for
+ * ever).  After the last window the mask stays 0.  A timer thread (only
+ * clock_nanosleep and atomic stores; stopped by cp_mask_shutdown) flips
+ * the mask, because at 0 NCCL sends no callback that could.
+ * At shutdown the mask is left as it is (an open window stays open; the
+ * summary text closes it at the shutdown time).
+ *
+ * Stores to NCCL's int are relaxed atomics; hooks are lock-free and O(1).
+ */
+#include "mask_control.h"
+#include "config.h"
+#include "nccl_profiler_abi.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+#define KC ((uint32_t)ncclProfileKernelCh)
+#define FORCE_CAP (1u << 16)          /* paths tracked for forcing */
+#define FORCE_BURST 64                /* forced samples before rate-limiting */
+#define WIN_CAP 64                    /* windows remembered for the summary */
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static _Atomic(int *) g_ptr;          /* NCCL's process-wide mask int */
+static uint32_t g_base;               /* base mask (config), KernelCh stripped */
+static int g_off;                     /* the user's mask is 0: never profile */
+static uint32_t g_n;                  /* gpu_sample */
+static atomic_uint_fast64_t g_calls;  /* API calls seen (k of the next call) */
+static atomic_uint_fast64_t g_sampled;/* API calls that ran with KernelCh */
+static atomic_int g_next_kc;          /* decision for the next API call */
+static atomic_int g_in_window = 1;    /* 0 outside a profiling window */
+static _Atomic uint64_t g_forced[FORCE_CAP / 64]; /* paths that forced */
+static atomic_uint_fast64_t g_forced_total;
+
+/* periods */
+static int g_have_periods;
+static double g_delay, g_duration;
+static long g_repeat;                 /* windows; 0 = for ever */
+static pthread_t g_timer;
+static atomic_int g_timer_running;
+static pthread_mutex_t g_shut_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t g_t0;                 /* CLOCK_MONOTONIC ns at first attach */
+static uint64_t g_win_start[WIN_CAP], g_win_end[WIN_CAP]; /* ns after g_t0 */
+static atomic_long g_nwin;            /* windows opened so far */
+static atomic_int g_win_closed;       /* the latest window has ended */
+static pthread_mutex_t g_text_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_text[WIN_CAP * 32 + 128];
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t splitmix64(uint64_t x) {
+  uint64_t z = x * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* Is call k a periodic sample? */
+static int periodic(uint64_t k) {
+  if (g_n == 0) return 0;
+  if (g_n == 1) return 1;
+  uint64_t b = k / g_n;
+  uint64_t pos = b == 0 ? 0 : splitmix64(b) % g_n;
+  return k % g_n == pos;
+}
+
+/* May one more call be forced, `calls` calls having been seen?  The first
+ * FORCE_BURST freely (a program's distinct paths, early), then at most one
+ * per N calls, so KernelCh stays on for at most 2 calls in N in the long run
+ * whatever the stream of new paths. */
+static int force_budget(uint64_t calls) {
+  uint64_t f = atomic_load_explicit(&g_forced_total, memory_order_relaxed);
+  return f < FORCE_BURST || f * g_n < calls;
+}
+
+/* The mask NCCL should read now. */
+static uint32_t effective(void) {
+  if (!atomic_load(&g_in_window)) return 0;
+  if (g_off) return 0;                /* user asked for nothing */
+  return g_base | (atomic_load_explicit(&g_next_kc, memory_order_relaxed) ? KC : 0);
+}
+
+/* Store the mask if it changed.  With periods, re-check the window after the
+ * store: the timer may have closed it meanwhile (seq_cst pairs with the
+ * timer's store of g_in_window), and a stale non-zero mask must not stay. */
+static void publish(void) {
+  int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);
+  if (!p) return;
+  uint32_t v = effective();
+  if ((uint32_t)__atomic_load_n(p, __ATOMIC_RELAXED) != v)
+    __atomic_store_n(p, (int)v, __ATOMIC_RELAXED);
+  if (g_have_periods) {
+    atomic_thread_fence(memory_order_seq_cst);
+    uint32_t v2 = effective();
+    if (v2 != v) __atomic_store_n(p, (int)v2, __ATOMIC_RELAXED);
+  }
+}
+
+static int parse_periods(const char *s) {
+  if (!s || !*s) return 0;
+  char *end;
+  double d = strtod(s, &end);
+  if (end == s || *end != ':' || !(d >= 0) || d > 1e9) goto bad;
+  const char *q = end + 1;
+  double u = strtod(q, &end);
+  if (end == q || !(u > 0) || u > 1e9) goto bad;
+  long r = 1;
+  if (*end == ':') {
+    q = end + 1;
+    r = strtol(q, &end, 10);
+    if (end == q || r < 0) goto bad;
+  }
+  if (*end != '\0') goto bad;
+  g_delay = d; g_duration = u; g_repeat = r;
+  return 1;
+bad:
+  cp_warn("COLLPROF_PERIODS=\"%s\" is not delay:duration[:repeat] (seconds); "
+          "profiling all the time", s);
+  return 0;
+}
+
+/* Sleep until t_ns (CLOCK_MONOTONIC) in slices of at most SLICE_NS, so that
+ * cp_mask_shutdown can stop the thread through an atomic flag within one
+ * slice (pthread_cancel would do it at once, but unwinding a cancelled
+ * thread upsets AddressSanitizer and anything with cleanup handlers).
+ * Returns 0 when asked to stop. */
+#define SLICE_NS 20000000ull
+static atomic_int g_stop;
+static int sleep_until(uint64_t t_ns) {
+  for (;;) {
+    if (atomic_load(&g_stop)) return 0;
+    uint64_t now = mono_ns();
+    if (now >= t_ns) return 1;
+    uint64_t until = t_ns - now > SLICE_NS ? now + SLICE_NS : t_ns;
+    struct timespec ts = { (time_t)(until / 1000000000ull), (long)(until % 1000000000ull) };
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL); /* EINTR: loop */
+  }
+}
+
+/* Timer thread: only clock_nanosleep and atomic stores.  Deadlines are
+ * absolute from g_t0, so windows do not drift. */
+static void *timer_main(void *arg) {
+  (void)arg;
+  uint64_t d = (uint64_t)(g_delay * 1e9), u = (uint64_t)(g_duration * 1e9);
+  uint64_t t = g_t0;
+  for (long i = 0; g_repeat == 0 || i < g_repeat; i++) {
+    t += d;
+    if (!sleep_until(t)) return NULL;
+    long w = atomic_load(&g_nwin);
+    if (w < WIN_CAP) g_win_start[w] = t - g_t0;
+    atomic_store(&g_win_closed, 0);
+    atomic_store(&g_nwin, w + 1);
+    atomic_store(&g_next_kc, g_n >= 1);   /* first call of a window sampled */
+    atomic_store(&g_in_window, 1);
+    publish();
+    t += u;
+    int go_on = sleep_until(t);
+    if (!go_on) return NULL;              /* shutdown closes the window text */
+    atomic_store(&g_in_window, 0);
+    publish();
+    if (w < WIN_CAP) g_win_end[w] = t - g_t0;
+    atomic_store(&g_win_closed, 1);
+  }
+  return NULL;
+}
+
+static void init_once(void) {
+  const cp_config *c = cp_config_get();
+  g_base = c->event_mask & ~KC & NCCL_PROFILE_ALL_EVENTS;
+  g_n = c->gpu_sample > 0 ? (uint32_t)c->gpu_sample : 0;
+  g_off = (c->event_mask & NCCL_PROFILE_ALL_EVENTS) == 0;
+  /* A mask of KernelCh alone cannot be sampled: an unsampled call would
+   * read 0, send no callback, and nothing would turn KernelCh back on. */
+  if (g_base == 0 && g_n > 1) g_n = 1;
+  atomic_store(&g_next_kc, g_n >= 1);     /* the first call is sampled */
+  g_t0 = mono_ns();
+  g_have_periods = parse_periods(c->periods);
+  if (g_have_periods) {
+    atomic_store(&g_in_window, 0);
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 64 * 1024);
+    if (pthread_create(&g_timer, &a, timer_main, NULL) == 0) {
+      atomic_store(&g_timer_running, 1);
+    } else {
+      cp_warn("cannot start the COLLPROF_PERIODS timer; profiling all the time");
+      g_have_periods = 0;
+      atomic_store(&g_in_window, 1);
+    }
+    pthread_attr_destroy(&a);
+  }
+}
+
+HIDDEN uint32_t cp_mask_attach(int *eActivationMask) {
+  pthread_once(&g_once, init_once);
+  if (!eActivationMask) return 0;
+  atomic_store(&g_ptr, eActivationMask);
+  uint32_t v = effective();
+  __atomic_store_n(eActivationMask, (int)v, __ATOMIC_RELAXED);
+  if (g_have_periods) {
+    atomic_thread_fence(memory_order_seq_cst);
+    uint32_t v2 = effective();
+    if (v2 != v) __atomic_store_n(eActivationMask, (int)(v = v2), __ATOMIC_RELAXED);
+  }
+  return v;
+}
+
+HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
+  if (sampled) atomic_fetch_add_explicit(&g_sampled, 1, memory_order_relaxed);
+  uint64_t k = atomic_fetch_add_explicit(&g_calls, 1, memory_order_relaxed);
+  if (g_n <= 1) return;   /* N = 1: always on, N = 0: always off (init) */
+  int next = periodic(k + 1);
+  if (!next && !sampled && path < FORCE_CAP && force_budget(k + 1) &&
+      !cp_path_gpu_seen(path)) {
+    uint64_t bit = 1ull << (path % 64);
+    _Atomic uint64_t *w = &g_forced[path / 64];
+    if (!(atomic_load_explicit(w, memory_order_relaxed) & bit) &&
+        !(atomic_fetch_or_explicit(w, bit, memory_order_relaxed) & bit)) {
+      atomic_fetch_add_explicit(&g_forced_total, 1, memory_order_relaxed);
+      next = 1;
+    }
+  }
+  if (atomic_load_explicit(&g_next_kc, memory_order_relaxed) != next)
+    atomic_store_explicit(&g_next_kc, next, memory_order_relaxed);
+  publish();
+}
+
+HIDDEN int cp_mask_kernelch_on(void) {
+  int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);
+  if (!p) return 0;
+  return (__atomic_load_n(p, __ATOMIC_RELAXED) & (int)KC) != 0;
+}
+
+HIDDEN uint64_t cp_mask_sampled_calls(void) {
+  return atomic_load_explicit(&g_sampled, memory_order_relaxed);
+}
+
+/* "0.050-0.100 0.150-0.200" in seconds after the first init; an open window
+ * ends in "-open".  Not on a hot path (summary only). */
+HIDDEN const char *cp_mask_windows(void) {
+  pthread_mutex_lock(&g_text_lock);
+  g_text[0] = '\0';
+  if (g_have_periods) {
+    long n = atomic_load(&g_nwin);
+    int closed = atomic_load(&g_win_closed);
+    size_t len = 0;
+    for (long i = 0; i < n && i < WIN_CAP; i++) {
+      char one[48];
+      int open = (i == n - 1 && !closed);
+      if (open)
+        snprintf(one, sizeof one, "%s%.3f-open", i ? " " : "", g_win_start[i] / 1e9);
+      else
+        snprintf(one, sizeof one, "%s%.3f-%.3f", i ? " " : "", g_win_start[i] / 1e9,
+                 g_win_end[i] / 1e9);
+      size_t l = strlen(one);
+      if (len + l + 1 >= sizeof g_text) break;
+      memcpy(g_text + len, one, l + 1);
+      len += l;
+    }
+    if (n > WIN_CAP)
+      snprintf(g_text + len, sizeof g_text - len, " (+%ld more)", n - WIN_CAP);
+    else if (n == 0)
+      snprintf(g_text, sizeof g_text, "none yet");
+  }
+  pthread_mutex_unlock(&g_text_lock);
+  return g_text;
+}
+
+HIDDEN void cp_mask_shutdown(void) {
+  pthread_mutex_lock(&g_shut_lock);
+  if (atomic_exchange(&g_timer_running, 0)) {
+    atomic_store(&g_stop, 1);
+    pthread_join(g_timer, NULL);          /* within one SLICE_NS */
+    /* A cancelled window is closed now for the summary. */
+    long w = atomic_load(&g_nwin);
+    if (w > 0 && !atomic_load(&g_win_closed)) {
+      if (w - 1 < WIN_CAP) g_win_end[w - 1] = mono_ns() - g_t0;
+      atomic_store(&g_win_closed, 1);
+    }
+  }
+  pthread_mutex_unlock(&g_shut_lock);
+}

@@ -1,0 +1,24 @@
+/*
+ * output_hooks.h — calls between the recording core (plugin.c, snapshot.c)
+ * and the output code (output*.c, helper H2).
+ *
+ * Implemented by the output code, called by the core.  The core references
+ * them weakly: a build without them still loads, and unit tests that link
+ * only the core need no stubs.
+ */
+#ifndef COLLPROF_OUTPUT_HOOKS_H
+#define COLLPROF_OUTPUT_HOOKS_H
+
+/* The last communicator this process initialised was finalized (NCCL may
+ * dlclose the plugin next).  May be called again if new communicators are
+ * created later and finalized in turn: make it idempotent. */
+void cp_output_on_last_finalize(void) __attribute__((weak));
+
+/* World rank and size as collprof_set_identity() set them (-1/0 before). */
+void cp_output_get_identity(int *world_rank, int *world_size) __attribute__((weak));
+
+/* Implemented by the core, called by collprof_shutdown(): from now on every
+ * callback is ignored (one warning, counted in badCalls).  Idempotent. */
+void cp_plugin_stop(void);
+
+#endif

@@ -1,0 +1,700 @@
+/*
+ * plugin.c — the NCCL profiler callbacks: ncclProfiler_v5 (NCCL 2.28) and
+ * ncclProfiler_v4 (2.27) over one implementation.
+ *
+ * Hot path, per event: decode the context (registry.h) and the parent
+ * handle (handle.h) by arithmetic; the path from the parent handle's path
+ * id (paths.h, per-thread cache); one slot from the communicator's pool
+ * under its spinlock (pool.h); at stop the numbers go into this thread's
+ * profile array (profile.h) and one binary record into this thread's trace
+ * ring (trace.h).  No system call, no malloc, no lock shared by threads of
+ * different communicators.
+ *
+ * PXN: a ProxyOp from another process (proxyOp.pid != our pid) or with a
+ * context we did not create is recorded in the process-wide detach pool
+ * (comm index 0) under the root element "PXN"; its context and parentObj
+ * are never dereferenced.  ProxyStep/NetPlugin/KernelCh with an unknown
+ * context whose parent is one of our detach-pool handles follow it there.
+ *
+ * Robustness: every bad call (NULL pointers, foreign or stale handles,
+ * double stops, calls after finalize or collprof_shutdown) returns
+ * ncclSuccess, prints one "collprof:" line per kind and is counted.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "nccl_profiler_abi.h"
+#include "collprof.h"
+#pragma GCC visibility push(hidden)
+#include "plugin.h"
+#include "capture.h"
+#include "clock.h"
+#include "config.h"
+#include "cuda_uuid.h"
+#include "handle.h"
+#include "mask_control.h"
+#include "output_hooks.h"
+#include "paths.h"
+#include "pool.h"
+#include "profile.h"
+#include "registry.h"
+#include "strtab.h"
+#include "tls.h"
+#include "trace.h"
+
+#define CP_EXPORT __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- process state (written once at first init, then read-only) ---- */
+static struct {
+  _Atomic int pid;
+  _Atomic int stopped;
+  _Atomic int trace_on;
+  cp_pool *_Atomic detach;
+  cp_pool *_Atomic scratch;
+  _Atomic uint64_t scratch_ctx;
+  uint32_t id_send, id_recv, id_init, id_fini;
+  _Atomic int active_comms;
+  _Atomic int nccl_version;
+  _Atomic uint64_t bad_calls;
+  double event_cost;
+} g;
+static pthread_once_t first_once = PTHREAD_ONCE_INIT;
+
+/* ---- one warning per kind ---- */
+enum {
+  W_NULL_EHANDLE, W_NULL_DESCR, W_BAD_TYPE, W_NULL_CTX, W_FOREIGN_CTX, W_AFTER_FINI,
+  W_SHUTDOWN, W_NULL_HANDLE, W_FOREIGN_HANDLE, W_STALE_HANDLE, W_DOUBLE_STOP,
+  W_STATE_STOPPED, W_FINI_CTX, W_DOUBLE_FINI, W_POOL_FULL, W_INIT_ARG, W_INIT_FAIL, W_NKINDS
+};
+static atomic_flag warned[W_NKINDS];
+
+__attribute__((cold, noinline)) static void bad(int kind, const char *what) {
+  atomic_fetch_add_explicit(&g.bad_calls, 1, memory_order_relaxed);
+  if (!atomic_flag_test_and_set(&warned[kind])) cp_warn("%s (further ones counted, not printed)", what);
+}
+
+uint64_t cp_core_bad_calls(void) { return atomic_load_explicit(&g.bad_calls, memory_order_relaxed); }
+int cp_core_nccl_version(void) { return atomic_load_explicit(&g.nccl_version, memory_order_relaxed); }
+double cp_core_event_cost(void) { return g.event_cost; }
+void cp_plugin_stop(void) { atomic_store(&g.stopped, 1); }
+
+cp_pool *cp_core_pool_for(uint32_t idx) {
+  if (idx == 0) return atomic_load_explicit(&g.detach, memory_order_acquire);
+  if (idx == CP_COMM_SCRATCH) return atomic_load_explicit(&g.scratch, memory_order_acquire);
+  cp_comm *c = cp_registry_get_mut(idx);
+  return c ? c->pool : NULL;
+}
+
+void cp_core_set_scratch(cp_pool *p, uint64_t ctx) {
+  atomic_store(&g.scratch, p);
+  atomic_store(&g.scratch_ctx, p ? ctx : 0);
+}
+
+/* Per-thread memo of the last context and pool index decoded. */
+static inline cp_comm *ctx_lookup(cp_thr *t, uint64_t v) {
+  if (LIKELY(v && v == t->last_ctx)) return t->last_comm;
+  cp_comm *c = cp_registry_from_ctx(v);
+  if (c) { t->last_ctx = v; t->last_comm = c; }
+  return c;
+}
+static inline cp_pool *pool_lookup(cp_thr *t, uint32_t idx) {
+  if (LIKELY(t->last_pool && idx == t->last_pidx)) return t->last_pool;
+  cp_pool *p = cp_core_pool_for(idx);
+  if (p && idx != CP_COMM_SCRATCH) { t->last_pidx = idx; t->last_pool = p; }
+  return p;
+}
+
+/* ---- first init: process-wide set-up ---- */
+static void pin_library(void) {
+  /* NCCL dlcloses the plugin after its last communicator; the trace writer
+   * and the exit-time output still run our code: keep it mapped. */
+  Dl_info info;
+  if (dladdr((void *)&pin_library, &info) && info.dli_fname) {
+    void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD);
+    (void)h;   /* the extra reference is never dropped, on purpose */
+  }
+}
+
+static void after_fork_child(void) {
+  atomic_store(&g.pid, (int)getpid());
+  cp_thr_after_fork();
+  cp_registry_after_fork();
+}
+
+static void first_init(void) {
+  cp_clock_init();
+  pin_library();
+  atomic_store(&g.pid, (int)getpid());
+  pthread_atfork(NULL, NULL, after_fork_child);
+  const cp_config *cfg = cp_config_get();
+  g.id_send = cp_str_intern("Send");
+  g.id_recv = cp_str_intern("Recv");
+  g.id_init = cp_str_intern("ProfilerInit");
+  g.id_fini = cp_str_intern("ProfilerFinalize");
+  atomic_store(&g.detach, cp_pool_create(0, cfg->pool_size, cfg->blacklist_cap));
+  int (*getver)(int *) = NULL;
+  *(void **)&getver = dlsym(RTLD_DEFAULT, "ncclGetVersion");
+  int v = 0;
+  if (getver && getver(&v) == 0) atomic_store(&g.nccl_version, v);
+  g.event_cost = cp_selfcost_measure();   /* trace still off here */
+  cp_capture_init();
+  if (cfg->trace_on) cp_trace_start();
+  atomic_store(&g.trace_on, cfg->trace_on ? 1 : 0);
+}
+
+/* ---- helpers ---- */
+static inline int valid_type(uint64_t t) { return t && !(t & (t - 1)) && t <= ncclProfileKernelLaunch; }
+
+static void lifecycle(const cp_comm *c, uint64_t ctx, uint32_t mask, int fini) {
+  if (!atomic_load_explicit(&g.trace_on, memory_order_relaxed)) return;
+  cp_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = CP_REC_LIFECYCLE;
+  r.rank = c->nccl_rank;
+  r.comm = c->index;
+  r.pid = atomic_load_explicit(&g.pid, memory_order_relaxed);
+  r.start_tid = r.stop_tid = cp_gettid();
+  r.func = fini ? g.id_fini : g.id_init;
+  r.start_ns = r.stop_ns = cp_clock_now();
+  r.ctx_addr = ctx;
+  r.path = CP_PATH_NONE;
+  r.d.lifecycle.event_mask = mask;
+  r.d.lifecycle.is_finalize = (uint8_t)fini;
+  cp_trace_put(&r);
+}
+
+/* Parent link of a new event, taken under the parent pool's lock. */
+typedef struct plink {
+  uint32_t slot, gen;
+  int32_t origin_pid;
+  int linked;
+} plink;
+
+static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l) {
+  cp_slot *ps = cp_pool_slot(pp, pf->slot);
+  if (!ps || ps->gen == 0 || (ps->gen & 0xFFu) != pf->gen || ps->path != pf->path) return;
+  cp_pool_ref(pp, ps, pf->slot);
+  l->slot = pf->slot;
+  l->gen = ps->gen;
+  l->origin_pid = ps->origin_pid;
+  l->linked = 1;
+}
+
+static void fill_details(cp_rec *r, const ncclProfilerEventDescr_v5_t *d, uint32_t type) {
+  switch (type) {
+  case ncclProfileGroupApi:
+    r->d.group_api.group_depth = d->groupApi.groupDepth;
+    r->d.group_api.graph_captured = d->groupApi.graphCaptured;
+    break;
+  case ncclProfileCollApi:
+    r->d.coll_api.count = d->collApi.count;
+    r->d.coll_api.datatype = cp_str_intern(d->collApi.datatype);
+    r->d.coll_api.root = d->collApi.root;
+    r->d.coll_api.graph_captured = d->collApi.graphCaptured;
+    break;
+  case ncclProfileP2pApi:
+    r->d.coll_api.count = d->p2pApi.count;
+    r->d.coll_api.datatype = cp_str_intern(d->p2pApi.datatype);
+    r->d.coll_api.graph_captured = d->p2pApi.graphCaptured;
+    break;
+  case ncclProfileKernelLaunch:
+    r->d.kernel_launch.stream = (uint64_t)(uintptr_t)d->kernelLaunch.stream;
+    break;
+  case ncclProfileColl:
+    r->d.coll.seq = d->coll.seqNumber;
+    r->d.coll.count = d->coll.count;
+    r->d.coll.datatype = cp_str_intern(d->coll.datatype);
+    r->d.coll.algo = cp_str_intern(d->coll.algo);
+    r->d.coll.proto = cp_str_intern(d->coll.proto);
+    r->d.coll.root = d->coll.root;
+    r->d.coll.channels = d->coll.nChannels;
+    r->d.coll.nwarps = d->coll.nWarps;
+    break;
+  case ncclProfileP2p:
+    r->d.p2p.count = d->p2p.count;
+    r->d.p2p.datatype = cp_str_intern(d->p2p.datatype);
+    r->d.p2p.peer = d->p2p.peer;
+    r->d.p2p.channels = d->p2p.nChannels;
+    break;
+  case ncclProfileProxyOp:
+    r->d.proxy_op.peer = d->proxyOp.peer;
+    r->d.proxy_op.nsteps = d->proxyOp.nSteps;
+    r->d.proxy_op.chunk_size = d->proxyOp.chunkSize;
+    r->d.proxy_op.is_send = d->proxyOp.isSend;
+    r->d.proxy_op.channel = d->proxyOp.channelId;
+    break;
+  case ncclProfileProxyStep:
+    r->d.proxy_step.step = d->proxyStep.step;
+    break;
+  case ncclProfileKernelCh:
+    r->d.kernel_ch.gpu_start = d->kernelCh.pTimer;
+    r->d.kernel_ch.channel = d->kernelCh.channelId;
+    break;
+  case ncclProfileNetPlugin:
+    r->d.net_plugin.id = d->netPlugin.id;
+    break;
+  default:
+    break;
+  }
+}
+
+/* ---- startEvent ---- */
+ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEventDescr_v5_t *d, int v4) {
+  if (UNLIKELY(!eHandle)) { bad(W_NULL_EHANDLE, "startEvent with a NULL eHandle pointer"); return NCCL_OK; }
+  *eHandle = NULL;
+  if (UNLIKELY(!d)) { bad(W_NULL_DESCR, "startEvent with a NULL descriptor"); return NCCL_OK; }
+  if (UNLIKELY(atomic_load_explicit(&g.stopped, memory_order_relaxed))) {
+    bad(W_SHUTDOWN, "NCCL callback after collprof_shutdown(); ignored");
+    return NCCL_OK;
+  }
+  if (UNLIKELY(!valid_type(d->type))) { bad(W_BAD_TYPE, "startEvent with an unknown event type"); return NCCL_OK; }
+  const uint32_t type = (uint32_t)d->type;
+  cp_thr *t = cp_thr_get();
+  const uint64_t now = cp_clock_now();
+  const uint64_t ctxv = (uint64_t)(uintptr_t)context;
+  const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
+  const int mypid = atomic_load_explicit(&g.pid, memory_order_relaxed);
+  cp_comm *comm = ctx_lookup(t, ctxv);
+  cp_pool *pool;
+  int pxn = 0, scratch = 0;
+  cp_handle_fields pf = {0, 0, 0, 0};
+  int pdec = pobj && cp_handle_decode(pobj, &pf);
+  if (pdec && !(pf.path == CP_PATH_NONE || cp_path_valid(pf.path))) pdec = 0;
+
+  if (type == ncclProfileProxyOp && d->proxyOp.pid != mypid) pxn = 1;
+  if (LIKELY(comm) && !pxn) {
+    if (UNLIKELY(__atomic_load_n(&comm->finalized, __ATOMIC_RELAXED))) {
+      bad(W_AFTER_FINI, "startEvent on a finalized communicator; ignored");
+      return NCCL_OK;
+    }
+    pool = comm->pool;
+  } else if (!pxn && ctxv && ctxv == atomic_load_explicit(&g.scratch_ctx, memory_order_relaxed)) {
+    pool = atomic_load_explicit(&g.scratch, memory_order_acquire);
+    scratch = 1;
+    if (!pool) return NCCL_OK;
+  } else if (pxn || type == ncclProfileProxyOp ||
+             ((type & (ncclProfileProxyStep | ncclProfileNetPlugin | ncclProfileKernelCh)) &&
+              pdec && pf.comm == 0)) {
+    pxn = 1;
+    comm = NULL;
+    pool = atomic_load_explicit(&g.detach, memory_order_acquire);
+    if (!pool) { bad(W_NULL_CTX, "proxy event before any communicator init; ignored"); return NCCL_OK; }
+  } else {
+    if (!ctxv) bad(W_NULL_CTX, "startEvent with a NULL context (failed init?); ignored");
+    else bad(W_FOREIGN_CTX, "startEvent with a context collprof did not create; ignored");
+    return NCCL_OK;
+  }
+
+  /* Path: from the parent handle's path id, never from its slot. */
+  uint32_t parent_path;
+  cp_pool *ppool = NULL;
+  if (!pobj) {
+    parent_path = CP_PATH_NONE;
+    pdec = 0;
+  } else if (pxn && type == ncclProfileProxyOp) {
+    parent_path = CP_PATH_PXN;         /* parentObj lives in another process */
+    pdec = 0;
+  } else if (pdec && (ppool = pool_lookup(t, pf.comm)) != NULL) {
+    parent_path = pf.path;
+  } else {
+    parent_path = CP_PATH_UNKNOWN;
+    pdec = 0;
+    if (!scratch) cp_inc(&t->unknown_parent, 1);
+  }
+  uint32_t func = 0;
+  uint64_t bytes = 0;
+  switch (type) {
+  case ncclProfileCollApi: func = cp_str_intern(d->collApi.func); break;
+  case ncclProfileP2pApi: func = cp_str_intern(d->p2pApi.func); break;
+  case ncclProfileColl:
+    func = cp_str_intern(d->coll.func);
+    bytes = (uint64_t)d->coll.count * cp_datatype_size(cp_str_intern(d->coll.datatype));
+    break;
+  case ncclProfileP2p:
+    func = cp_str_intern(d->p2p.func);
+    bytes = (uint64_t)d->p2p.count * cp_datatype_size(cp_str_intern(d->p2p.datatype));
+    break;
+  case ncclProfileProxyOp: func = d->proxyOp.isSend ? g.id_send : g.id_recv; break;
+  default: break;
+  }
+  uint32_t path = scratch ? cp_path_probe(parent_path, type, func) : cp_path_child(parent_path, type, func);
+
+  /* A parent in another pool is linked under its own lock first (locks are
+   * never nested). */
+  plink pl = {0, 0, 0, 0};
+  if (pdec && ppool != pool) {
+    cp_pool_lock(ppool);
+    link_parent(ppool, &pf, &pl);
+    cp_pool_unlock(ppool);
+  }
+  const int trace = !scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+  uint32_t idx;
+  cp_pool_lock(pool);
+  if (pdec && ppool == pool) link_parent(pool, &pf, &pl);
+  cp_slot *s = cp_pool_alloc(pool, &idx);
+  if (UNLIKELY(!s)) {
+    if (pl.linked && ppool == pool) {
+      cp_slot *ps = cp_pool_slot(pool, pl.slot);
+      if (ps && ps->gen == pl.gen) cp_pool_unref(pool, ps, pl.slot);
+    }
+    cp_pool_unlock(pool);
+    if (pl.linked && ppool != pool) {
+      cp_pool_lock(ppool);
+      cp_slot *ps = cp_pool_slot(ppool, pl.slot);
+      if (ps && ps->gen == pl.gen) cp_pool_unref(ppool, ps, pl.slot);
+      cp_pool_unlock(ppool);
+    }
+    bad(W_POOL_FULL, "event pool exhausted (no memory); event not recorded");
+    return NCCL_OK;
+  }
+  s->path = (uint16_t)path;
+  s->type = type;
+  s->start_ns = now;
+  s->start_tid = t->tid;
+  s->bytes = bytes;
+  s->is_pxn = (uint8_t)pxn;
+  if (pl.linked) {
+    s->parent_linked = 1;
+    s->took_ref = 1;
+    s->parent_comm = pf.comm;
+    s->parent_slot = pl.slot;
+    s->parent_gen = pl.gen;
+  }
+  if (pxn) s->origin_pid = type == ncclProfileProxyOp ? d->proxyOp.pid : pl.origin_pid;
+  if (type == ncclProfileKernelCh) {
+    s->gpu_start = d->kernelCh.pTimer;
+    if (!pxn && !scratch) {
+      int64_t off = (int64_t)(d->kernelCh.pTimer - now);
+      if (!pool->gpu_off_valid || off < pool->gpu_off) { pool->gpu_off = off; pool->gpu_off_valid = 1; }
+    }
+  }
+  const uint64_t handle = cp_handle_make(path, pool->comm_index, idx, s->gen);
+  if (trace) {
+    cp_rec *r = &s->rec;
+    memset(r, 0, sizeof *r);
+    r->kind = CP_REC_EVENT;
+    r->is_pxn = (uint8_t)pxn;
+    r->type = type;
+    r->path = path;
+    r->rank = comm ? comm->nccl_rank : -1;
+    r->comm = comm ? comm->index : 0;
+    r->pid = mypid;
+    r->start_tid = t->tid;
+    r->origin_pid = s->origin_pid;
+    r->func = func;
+    r->start_ns = now;
+    r->parent_obj = pobj;
+    r->event_addr = handle;
+    r->ctx_addr = ctxv;
+    fill_details(r, d, type);
+  }
+  if (!scratch) {
+    pool->events++;
+    if (comm) __atomic_store_n(&comm->events, pool->events, __ATOMIC_RELAXED);
+  }
+  cp_pool_unlock(pool);
+  *eHandle = (void *)(uintptr_t)handle;
+  if (scratch) return NCCL_OK;
+
+  cp_inc(&t->events, 1);
+  if (pxn) cp_inc(&t->events_pxn, 1);
+  if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_start(ctxv, handle, d);
+  if (type == ncclProfileGroupApi) {
+    t->sampled = cp_mask_kernelch_on();
+  } else if (type == ncclProfileCollApi || type == ncclProfileP2pApi) {
+    cp_mask_on_api_call(path, t->sampled);
+  } else if (v4 && (type == ncclProfileColl || type == ncclProfileP2p)) {
+    cp_mask_on_api_call(path, cp_mask_kernelch_on());
+  }
+  return NCCL_OK;
+}
+
+/* What a stopping child gives its parent's slot: child time while the
+ * parent is live, its GPU span (KernelCh) while the generation matches. */
+static inline void parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen, int took_ref, uint64_t dur,
+                                 int kch, uint64_t gs, uint64_t ge) {
+  cp_slot *ps = cp_pool_slot(pp, pslot);
+  if (!ps || ps->gen != pgen) return;
+  if (took_ref) cp_pool_unref(pp, ps, pslot);
+  if (ps->live) ps->child_ns += dur;
+  if (kch && (ps->type & (ncclProfileColl | ncclProfileP2p)) && !pp->scratch) {
+    if (ps->span_n == 0) {
+      ps->span_min = gs;
+      ps->span_max = ge;
+      cp_path_mark_gpu(ps->path);
+    } else {
+      if (gs < ps->span_min) ps->span_min = gs;
+      if (ge > ps->span_max) ps->span_max = ge;
+    }
+    ps->span_n++;
+  }
+}
+
+/* ---- stopEvent ---- */
+ncclResult_t cp_core_stop(void *eHandle) {
+  const uint64_t h = (uint64_t)(uintptr_t)eHandle;
+  cp_handle_fields f;
+  if (UNLIKELY(!h)) { bad(W_NULL_HANDLE, "stopEvent with a NULL handle"); return NCCL_OK; }
+  if (UNLIKELY(!cp_handle_decode(h, &f))) { bad(W_FOREIGN_HANDLE, "stopEvent with a handle collprof did not create"); return NCCL_OK; }
+  if (UNLIKELY(atomic_load_explicit(&g.stopped, memory_order_relaxed))) {
+    bad(W_SHUTDOWN, "NCCL callback after collprof_shutdown(); ignored");
+    return NCCL_OK;
+  }
+  cp_thr *t = cp_thr_get();
+  cp_pool *pool = pool_lookup(t, f.comm);
+  if (UNLIKELY(!pool)) { bad(W_FOREIGN_HANDLE, "stopEvent with a handle collprof did not create"); return NCCL_OK; }
+  if (UNLIKELY(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED))) {
+    bad(W_AFTER_FINI, "stopEvent after its communicator was finalized; ignored");
+    return NCCL_OK;
+  }
+  const uint64_t now = cp_clock_now();
+  const int trace = !pool->scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+  cp_rec rec;
+  cp_pool_lock(pool);
+  cp_slot *s = cp_pool_slot(pool, f.slot);
+  if (UNLIKELY(!s || (s->gen & 0xFFu) != f.gen || s->path != f.path || s->gen == 0)) {
+    cp_pool_unlock(pool);
+    bad(W_STALE_HANDLE, "stopEvent with a stale or invalid handle; ignored");
+    return NCCL_OK;
+  }
+  if (UNLIKELY(!s->live)) {
+    cp_pool_unlock(pool);
+    bad(W_DOUBLE_STOP, "stopEvent twice on one event; ignored");
+    return NCCL_OK;
+  }
+  const uint64_t dur = now > s->start_ns ? now - s->start_ns : 0;
+  const uint64_t self = dur > s->child_ns ? dur - s->child_ns : 0;
+  const uint32_t path = s->path, type = s->type;
+  const uint64_t bytes = s->bytes;
+  const int kch = type == ncclProfileKernelCh && s->has_gpu_stop && s->gpu_stop >= s->gpu_start;
+  const uint64_t gs = s->gpu_start, ge = s->gpu_stop;
+  const int plinked = s->parent_linked, took_ref = s->took_ref;
+  const uint32_t pcomm = s->parent_comm, pslot = s->parent_slot, pgen = s->parent_gen;
+  if (plinked && pcomm == f.comm) parent_update(pool, pslot, pgen, took_ref, dur, kch, gs, ge);
+  if (trace) {
+    rec = s->rec;
+    rec.stop_ns = now;
+    rec.stop_tid = t->tid;
+    if (type == ncclProfileKernelCh) rec.d.kernel_ch.gpu_stop = s->has_gpu_stop ? ge : 0;
+  }
+  cp_pool_release(pool, s, f.slot);
+  cp_pool_unlock(pool);
+  if (plinked && pcomm != f.comm) {
+    cp_pool *pp = pool_lookup(t, pcomm);
+    if (pp) {
+      cp_pool_lock(pp);
+      parent_update(pp, pslot, pgen, took_ref, dur, kch, gs, ge);
+      cp_pool_unlock(pp);
+    }
+  }
+  if (pool->scratch) {
+    static __thread cp_prof_ent sink;   /* same work, nothing recorded */
+    cp_prof_ent *e = &sink;
+    e->calls++; e->total += dur; e->self += self; e->bytes += bytes;
+    if (dur > e->max) e->max = dur;
+    return NCCL_OK;
+  }
+  if (path != CP_PATH_NONE) {
+    cp_profile_stop(path, dur, self, bytes);
+    if (kch) cp_profile_gpu(path, ge - gs);
+  }
+  if (trace) cp_trace_put(&rec);
+  if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
+  return NCCL_OK;
+}
+
+/* ---- recordEventState ---- */
+static inline int state_arg_kind(int st) {
+  switch (st) {
+  case 8: case 9: case 10: case 11: case 12: case 20: return 1;   /* transSize */
+  case 18: return 2;                                              /* appendedProxyOps */
+  case 22: return 3;                                              /* pTimer (gpuStop) */
+  default: return 4;                                              /* other (not written) */
+  }
+}
+
+ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventStateArgs_v5_t *a) {
+  const uint64_t h = (uint64_t)(uintptr_t)eHandle;
+  cp_handle_fields f;
+  if (UNLIKELY(!h)) { bad(W_NULL_HANDLE, "recordEventState with a NULL handle"); return NCCL_OK; }
+  if (UNLIKELY(!cp_handle_decode(h, &f))) { bad(W_FOREIGN_HANDLE, "recordEventState with a handle collprof did not create"); return NCCL_OK; }
+  if (UNLIKELY(atomic_load_explicit(&g.stopped, memory_order_relaxed))) {
+    bad(W_SHUTDOWN, "NCCL callback after collprof_shutdown(); ignored");
+    return NCCL_OK;
+  }
+  cp_thr *t = cp_thr_get();
+  cp_pool *pool = pool_lookup(t, f.comm);
+  if (UNLIKELY(!pool)) { bad(W_FOREIGN_HANDLE, "recordEventState with a handle collprof did not create"); return NCCL_OK; }
+  const uint64_t now = cp_clock_now();
+  cp_pool_lock(pool);
+  cp_slot *s = cp_pool_slot(pool, f.slot);
+  if (UNLIKELY(!s || (s->gen & 0xFFu) != f.gen || s->path != f.path || s->gen == 0)) {
+    cp_pool_unlock(pool);
+    bad(W_STALE_HANDLE, "recordEventState with a stale or invalid handle; ignored");
+    return NCCL_OK;
+  }
+  if (UNLIKELY(!s->live)) {
+    cp_pool_unlock(pool);
+    bad(W_STATE_STOPPED, "recordEventState on a stopped event; ignored");
+    return NCCL_OK;
+  }
+  const uint32_t type = s->type;
+  if (type == ncclProfileKernelCh && eState == ncclProfilerKernelChStop && a) {
+    s->gpu_stop = a->pTimer;
+    s->has_gpu_stop = 1;
+  }
+  const int pxn = s->is_pxn;
+  cp_pool_unlock(pool);
+  if (pool->scratch) return NCCL_OK;
+  if (f.path != CP_PATH_NONE) cp_profile_state(f.path);
+  int kind = a ? state_arg_kind(eState) : 0;
+  uint64_t arg = 0;
+  if (a) {
+    if (kind == 1) arg = a->transSize;
+    else if (kind == 2) arg = (uint64_t)(int64_t)a->appendedProxyOps;
+    else if (kind == 3) arg = a->pTimer;
+    else arg = (uint64_t)(uintptr_t)a->data;
+  }
+  if (atomic_load_explicit(&g.trace_on, memory_order_relaxed)) {
+    cp_rec r;
+    memset(&r, 0, sizeof r);
+    r.kind = CP_REC_STATE;
+    r.is_pxn = (uint8_t)pxn;
+    r.state_arg_kind = (uint8_t)(kind == 4 ? 0 : kind);
+    r.type = type;
+    r.path = (uint32_t)eState;
+    const cp_comm *c = pxn ? NULL : cp_registry_get(f.comm);
+    r.rank = c ? c->nccl_rank : -1;
+    r.comm = c ? c->index : 0;
+    r.pid = atomic_load_explicit(&g.pid, memory_order_relaxed);
+    r.start_tid = r.stop_tid = t->tid;
+    r.start_ns = r.stop_ns = now;
+    r.event_addr = h;
+    r.d.state.arg = arg;
+    cp_trace_put(&r);
+  }
+  if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_state(h, eState, kind, arg);
+  return NCCL_OK;
+}
+
+/* ---- init / finalize ---- */
+static ncclResult_t init_common(void **context, uint64_t comm_id, int *mask, const char *name,
+                                int nnodes, int nranks, int rank, ncclDebugLogger_t logfn) {
+  if (!context) { bad(W_INIT_ARG, "init with a NULL context pointer"); return NCCL_INVALID_ARGUMENT; }
+  *context = NULL;
+  pthread_once(&first_once, first_init);
+  if (atomic_load_explicit(&g.stopped, memory_order_relaxed)) {
+    bad(W_SHUTDOWN, "NCCL callback after collprof_shutdown(); ignored");
+    return NCCL_OK;
+  }
+  int mask_in = mask ? __atomic_load_n(mask, __ATOMIC_RELAXED) : 0;
+  uint32_t m = mask ? cp_mask_attach(mask) : 0;
+  char uuid[40];
+  cp_cuda_uuid(uuid, sizeof uuid);
+  cp_comm *c = cp_registry_add(comm_id, name, nnodes, nranks, rank, uuid);
+  if (!c) {
+    bad(W_INIT_FAIL, "cannot register a communicator (too many, or out of memory); it is not profiled");
+    return NCCL_SYSTEM_ERROR;
+  }
+  atomic_fetch_add(&g.active_comms, 1);
+  *context = (void *)(uintptr_t)c->ctx_value;
+  lifecycle(c, c->ctx_value, m, 0);
+  if (__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))
+    cp_capture_comm_init(c->ctx_value, comm_id, c->comm_name, nnodes, nranks, rank, mask_in, (int)m);
+  if (logfn)
+    logfn(NCCL_LOG_INFO, NCCL_PROFILE_SUBSYS, __FILE__, __LINE__,
+          "collprof: profiling communicator %s rank %d/%d (mask %u)", c->comm_name, rank, nranks, m);
+  return NCCL_OK;
+}
+
+static ncclResult_t fini_common(void *context) {
+  const uint64_t ctxv = (uint64_t)(uintptr_t)context;
+  cp_comm *c = cp_registry_from_ctx(ctxv);
+  if (!c) { bad(W_FINI_CTX, "finalize with a context collprof did not create; ignored"); return NCCL_OK; }
+  int was = 0;
+  if (!__atomic_compare_exchange_n(&c->finalized, &was, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    bad(W_DOUBLE_FINI, "finalize twice on one communicator; ignored");
+    return NCCL_OK;
+  }
+  if (c->pool) __atomic_store_n(&c->pool->finalized, 1, __ATOMIC_RELAXED);
+  lifecycle(c, ctxv, 0, 1);
+  if (__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED)) cp_capture_fini(ctxv);
+  if (atomic_fetch_sub(&g.active_comms, 1) == 1 && cp_output_on_last_finalize)
+    cp_output_on_last_finalize();
+  return NCCL_OK;
+}
+
+/* ---- v5 ---- */
+static ncclResult_t v5_init(void **context, uint64_t commId, int *mask, const char *name, int nNodes,
+                            int nranks, int rank, ncclDebugLogger_t logfn) {
+  return init_common(context, commId, mask, name, nNodes, nranks, rank, logfn);
+}
+static ncclResult_t v5_start(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *d) {
+  return cp_core_start(context, eHandle, d, 0);
+}
+static ncclResult_t v5_state(void *eHandle, ncclProfilerEventState_v5_t st, ncclProfilerEventStateArgs_v5_t *a) {
+  return cp_core_state(eHandle, (int)st, a);
+}
+
+CP_EXPORT ncclProfiler_v5_t ncclProfiler_v5 = {
+  "collprof", v5_init, v5_start, cp_core_stop, v5_state, fini_common,
+};
+
+/* ---- v4: uint8_t type, no API events, Coll/P2p parent is the Group ---- */
+static ncclResult_t v4_init(void **context, int *mask, const char *name, uint64_t commHash, int nNodes,
+                            int nranks, int rank, ncclDebugLogger_t logfn) {
+  return init_common(context, commHash, mask, name, nNodes, nranks, rank, logfn);
+}
+
+static void v4_to_v5(const ncclProfilerEventDescr_v4_t *a, ncclProfilerEventDescr_v5_t *b) {
+  memset(b, 0, sizeof *b);
+  b->type = a->type;
+  b->parentObj = a->parentObj;
+  b->rank = a->rank;
+  switch (a->type) {
+  case ncclProfileColl:
+    b->coll.seqNumber = a->coll.seqNumber; b->coll.func = a->coll.func;
+    b->coll.sendBuff = a->coll.sendBuff; b->coll.recvBuff = a->coll.recvBuff;
+    b->coll.count = a->coll.count; b->coll.root = a->coll.root;
+    b->coll.datatype = a->coll.datatype; b->coll.nChannels = a->coll.nChannels;
+    b->coll.nWarps = a->coll.nWarps; b->coll.algo = a->coll.algo; b->coll.proto = a->coll.proto;
+    break;
+  case ncclProfileP2p:
+    b->p2p.func = a->p2p.func; b->p2p.buff = a->p2p.buff; b->p2p.datatype = a->p2p.datatype;
+    b->p2p.count = a->p2p.count; b->p2p.peer = a->p2p.peer; b->p2p.nChannels = a->p2p.nChannels;
+    break;
+  case ncclProfileProxyOp:
+    b->proxyOp.pid = a->proxyOp.pid; b->proxyOp.channelId = a->proxyOp.channelId;
+    b->proxyOp.peer = a->proxyOp.peer; b->proxyOp.nSteps = a->proxyOp.nSteps;
+    b->proxyOp.chunkSize = a->proxyOp.chunkSize; b->proxyOp.isSend = a->proxyOp.isSend;
+    break;
+  case ncclProfileProxyStep: b->proxyStep.step = a->proxyStep.step; break;
+  case ncclProfileKernelCh:
+    b->kernelCh.channelId = a->kernelCh.channelId; b->kernelCh.pTimer = a->kernelCh.pTimer;
+    break;
+  case ncclProfileNetPlugin: b->netPlugin.id = a->netPlugin.id; b->netPlugin.data = a->netPlugin.data; break;
+  default: break;
+  }
+}
+
+static ncclResult_t v4_start(void *context, void **eHandle, ncclProfilerEventDescr_v4_t *d) {
+  if (!d) return cp_core_start(context, eHandle, NULL, 1);
+  ncclProfilerEventDescr_v5_t v5;
+  v4_to_v5(d, &v5);
+  return cp_core_start(context, eHandle, &v5, 1);
+}
+static ncclResult_t v4_state(void *eHandle, ncclProfilerEventState_v4_t st, ncclProfilerEventStateArgs_v4_t *a) {
+  ncclProfilerEventStateArgs_v5_t b;
+  if (a) memcpy(&b, a, sizeof b);
+  return cp_core_state(eHandle, (int)st, a ? &b : NULL);
+}
+
+CP_EXPORT ncclProfiler_v4_t ncclProfiler_v4 = {
+  "collprof", v4_init, v4_start, cp_core_stop, v4_state, fini_common,
+};

@@ -1,0 +1,202 @@
+/*
+ * pool.c — slots, round robin, growth, fallback set, blacklist (pool.h).
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#pragma GCC visibility push(hidden)
+#include "pool.h"
+#include "config.h"
+#include "paths.h"
+#include "profile.h"
+#include "tls.h"
+
+static atomic_flag evict_warned = ATOMIC_FLAG_INIT;
+
+cp_pool *cp_pool_create(uint32_t comm_index, uint32_t chunk_size, uint64_t blacklist_cap) {
+  cp_pool *p = cp_calloc_lines(sizeof *p);
+  if (!p) return NULL;
+  atomic_flag_clear(&p->lock);
+  if (chunk_size == 0) chunk_size = 1024;
+  if (chunk_size > CP_POOL_FB_BASE) chunk_size = CP_POOL_FB_BASE;
+  p->comm_index = comm_index;
+  p->chunk_size = chunk_size;
+  p->chunk_shift = (chunk_size & (chunk_size - 1)) ? -1 : __builtin_ctz(chunk_size);
+  p->max_chunks = CP_POOL_FB_BASE / chunk_size;
+  p->bl_cap = blacklist_cap ? blacklist_cap : 1;
+  p->bl_head = p->bl_tail = CP_SLOT_NIL;
+  p->memory = sizeof *p;
+  return p;
+}
+
+void cp_pool_destroy(cp_pool *p) {
+  if (!p) return;
+  for (uint32_t c = 0; c < p->nchunks; c++) free(p->chunks[c]);
+  for (uint32_t i = 0; i < CP_POOL_FB_MAX; i++) free(p->fb[i]);
+  free(p->chunks);
+  free(p);
+}
+
+void cp_pool_set_max_chunks(cp_pool *p, uint32_t n) {
+  if (n < p->max_chunks) p->max_chunks = n;
+}
+
+static inline cp_slot *chunk_slot(cp_pool *p, uint32_t idx) {
+  uint32_t c, i;
+  if (p->chunk_shift >= 0) { c = idx >> p->chunk_shift; i = idx & (p->chunk_size - 1); }
+  else { c = idx / p->chunk_size; i = idx % p->chunk_size; }
+  return &p->chunks[c][i];
+}
+
+cp_slot *cp_pool_slot(cp_pool *p, uint32_t idx) {
+  if (idx < p->capacity) return chunk_slot(p, idx);
+  if (idx >= CP_POOL_FB_BASE && idx - CP_POOL_FB_BASE < CP_POOL_FB_MAX) return p->fb[idx - CP_POOL_FB_BASE];
+  return NULL;
+}
+
+static int grow(cp_pool *p) {
+  if (p->nchunks >= p->max_chunks) return -1;
+  if (p->nchunks == p->chunks_cap) {
+    uint32_t ncap = p->chunks_cap ? p->chunks_cap * 2 : 4;
+    cp_slot **nc = realloc(p->chunks, ncap * sizeof *nc);
+    if (!nc) return -1;
+    p->memory += (uint64_t)(ncap - p->chunks_cap) * sizeof *nc;
+    p->chunks = nc;
+    p->chunks_cap = ncap;
+  }
+  cp_slot *c = calloc(p->chunk_size, sizeof *c);
+  if (!c) return -1;
+  for (uint32_t i = 0; i < p->chunk_size; i++) c[i].lru_prev = c[i].lru_next = CP_SLOT_NIL;
+  p->memory += (uint64_t)p->chunk_size * sizeof *c;
+  p->chunks[p->nchunks++] = c;
+  p->next = p->capacity;          /* continue round robin in the new chunk */
+  p->capacity += p->chunk_size;
+  return 0;
+}
+
+void cp_pool_flush_span(cp_slot *s) {
+  if (s->span_n && s->span_max >= s->span_min) cp_profile_gpu(s->path, s->span_max - s->span_min);
+  s->span_n = 0;
+}
+
+static void reset_slot(cp_slot *s) {
+  s->live = 1;
+  s->has_gpu_stop = s->parent_linked = s->took_ref = s->is_pxn = 0;
+  s->child_ns = s->bytes = s->gpu_start = s->gpu_stop = 0;
+  s->span_min = s->span_max = 0;
+  s->span_n = 0;
+  s->origin_pid = 0;
+}
+
+cp_slot *cp_pool_alloc(cp_pool *p, uint32_t *idx) {
+  if (p->busy >= p->capacity && grow(p) != 0) {
+    /* Every slot live or blacklisted and no chunk to be had: plain malloc. */
+    for (uint32_t i = 0; i < CP_POOL_FB_MAX; i++) {
+      if (p->fb[i]) continue;
+      cp_slot *s = calloc(1, sizeof *s);
+      if (!s) break;
+      s->gen = ++p->fb_gen ? p->fb_gen : ++p->fb_gen;
+      s->fallback = 1;
+      s->lru_prev = s->lru_next = CP_SLOT_NIL;
+      reset_slot(s);
+      p->fb[i] = s;
+      p->fallbacks++;
+      *idx = CP_POOL_FB_BASE + i;
+      return s;
+    }
+    p->exhausted++;
+    return NULL;
+  }
+  uint32_t cap = p->capacity, i = p->next >= cap ? 0 : p->next;
+  for (uint32_t n = 0; n < cap; n++) {
+    cp_slot *s = chunk_slot(p, i);
+    if (!s->live && s->refcnt == 0) {
+      if (s->span_n) cp_pool_flush_span(s);   /* lazily account the old GPU span */
+      s->gen++;
+      if (s->gen == 0) s->gen = 1;
+      reset_slot(s);
+      p->busy++;
+      p->next = i + 1;
+      *idx = i;
+      return s;
+    }
+    if (++i == cap) i = 0;
+  }
+  return NULL;   /* unreachable: busy < capacity */
+}
+
+static void lru_unlink(cp_pool *p, cp_slot *s) {
+  if (s->lru_prev != CP_SLOT_NIL) cp_pool_slot(p, s->lru_prev)->lru_next = s->lru_next;
+  else p->bl_head = s->lru_next;
+  if (s->lru_next != CP_SLOT_NIL) cp_pool_slot(p, s->lru_next)->lru_prev = s->lru_prev;
+  else p->bl_tail = s->lru_prev;
+  s->lru_prev = s->lru_next = CP_SLOT_NIL;
+}
+
+static void lru_append(cp_pool *p, cp_slot *s, uint32_t idx) {
+  s->lru_prev = p->bl_tail;
+  s->lru_next = CP_SLOT_NIL;
+  if (p->bl_tail != CP_SLOT_NIL) cp_pool_slot(p, p->bl_tail)->lru_next = idx;
+  else p->bl_head = idx;
+  p->bl_tail = idx;
+}
+
+/* The slot leaves the blacklist; if its event also stopped it is free. */
+static void bl_drop(cp_pool *p, cp_slot *s) {
+  lru_unlink(p, s);
+  p->bl_size--;
+  s->refcnt = 0;
+  if (!s->live && !s->fallback) p->busy--;
+}
+
+void cp_pool_ref(cp_pool *p, cp_slot *s, uint32_t idx) {
+  if (s->refcnt == 0) {
+    if (!s->live && !s->fallback) p->busy++;   /* a released slot is held again */
+    lru_append(p, s, idx);
+    p->bl_size++;
+  } else if (p->bl_tail != idx) {
+    lru_unlink(p, s);                          /* most recently named: to the tail */
+    lru_append(p, s, idx);
+  }
+  s->refcnt++;
+  while (p->bl_size > p->bl_cap && p->bl_head != CP_SLOT_NIL) {
+    cp_slot *old = cp_pool_slot(p, p->bl_head);
+    if (!old) break;
+    p->evictions++;
+    if (!atomic_flag_test_and_set(&evict_warned))
+      cp_warn("blacklist full (COLLPROF_BLACKLIST_CAP=%llu): evicting parents still named by "
+              "live children; their late GPU spans and child times may be lost",
+              (unsigned long long)p->bl_cap);
+    bl_drop(p, old);
+  }
+}
+
+void cp_pool_unref(cp_pool *p, cp_slot *s, uint32_t idx) {
+  (void)idx;
+  if (s->refcnt == 0) return;                  /* evicted meanwhile */
+  if (--s->refcnt == 0) {
+    s->refcnt = 1;
+    bl_drop(p, s);
+  }
+}
+
+void cp_pool_release(cp_pool *p, cp_slot *s, uint32_t idx) {
+  s->live = 0;
+  if (s->fallback) {
+    if (s->refcnt) { lru_unlink(p, s); p->bl_size--; }
+    cp_pool_flush_span(s);
+    if (idx >= CP_POOL_FB_BASE && idx - CP_POOL_FB_BASE < CP_POOL_FB_MAX && p->fb[idx - CP_POOL_FB_BASE] == s)
+      p->fb[idx - CP_POOL_FB_BASE] = NULL;
+    free(s);
+    return;
+  }
+  if (s->refcnt == 0) p->busy--;
+}
+
+void cp_pool_foreach(cp_pool *p, void (*fn)(const cp_slot *s, void *arg), void *arg) {
+  for (uint32_t c = 0; c < p->nchunks; c++)
+    for (uint32_t i = 0; i < p->chunk_size; i++) fn(&p->chunks[c][i], arg);
+  for (uint32_t i = 0; i < CP_POOL_FB_MAX; i++)
+    if (p->fb[i]) fn(p->fb[i], arg);
+}

@@ -1,0 +1,141 @@
+/*
+ * pool.h — per-communicator event pool and its blacklist.
+ *
+ * Every event lives in a slot of its communicator's pool (PXN events in the
+ * process-wide detach pool, comm index 0).  Slots come in chunks of
+ * COLLPROF_POOL_SIZE (default 1024) that are never freed (contexts live to
+ * process end).  Allocation is round robin, starting after the slot handed
+ * out last, so a just-released slot is reused as late as possible.  When
+ * every slot is in use or blacklisted the pool grows by a chunk; when growth
+ * fails (memory, or the 24-bit slot space) the event gets a plain malloc'ed
+ * slot, flagged so that stop frees it instead of returning it, and listed in
+ * a small fallback set (indices CP_POOL_FB_BASE..) so a later stop finds it
+ * by index and validates it by generation, never by dereferencing a value
+ * NCCL handed back.
+ *
+ * Each hand-out bumps the slot's 32-bit generation; handles carry its low 8
+ * bits (handle.h), children record the whole of it, so reuse is detected.
+ *
+ * Why the blacklist stays, although handles carry the path: the path of a
+ * child no longer depends on the parent's slot, but its numbers still do.
+ * While a parent is named by a live child its slot is kept from reuse, so
+ * children that stop after the parent (61% of KernelCh, 78% of ProxyOp
+ * start after their Coll stopped) still add their GPU span (KernelCh: the
+ * Coll's latest stop - earliest start) and self time to the right record
+ * instead of losing it to, or corrupting, a recycled slot.  Parents are
+ * reference-counted (count in the slot: O(1)), kept in LRU order in an
+ * intrusive list, bounded by COLLPROF_BLACKLIST_CAP; over the cap the least
+ * recently named parent is evicted (one warning, counted), which only means
+ * its late children's GPU span and child time may be dropped.
+ *
+ * Locking: one spinlock per pool (NCCL calls a pool from the application
+ * thread, the proxy thread and CUDA host-callback threads); every function
+ * below except create/lock/unlock expects it held.  Pools of different
+ * communicators share nothing.
+ */
+#ifndef COLLPROF_POOL_H
+#define COLLPROF_POOL_H
+#include <stdatomic.h>
+#include <stdint.h>
+#include "trace.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cp_cpu_relax() __builtin_ia32_pause()
+#else
+#define cp_cpu_relax() ((void)0)
+#endif
+
+#define CP_SLOT_NIL 0xFFFFFFFFu
+#define CP_POOL_FB_MAX 256u
+#define CP_POOL_FB_BASE ((1u << 24) - CP_POOL_FB_MAX)   /* slot index of fallback 0 */
+
+typedef struct cp_slot {
+  uint32_t gen;          /* bumped at each hand-out; 0 = never handed out */
+  uint8_t live;          /* started, not yet stopped */
+  uint8_t fallback;      /* plain allocation: freed at stop */
+  uint8_t has_gpu_stop;  /* KernelCh: state 22 seen */
+  uint8_t parent_linked; /* parent_* name a slot of ours (generation checked) */
+  uint8_t took_ref;      /* holds one reference on that parent */
+  uint8_t is_pxn;
+  uint16_t path;
+  uint32_t type;         /* NCCL type bit */
+  uint32_t parent_comm, parent_slot, parent_gen;
+  uint32_t refcnt;       /* live children naming this slot (blacklist) */
+  uint32_t lru_prev, lru_next;
+  int32_t origin_pid;    /* PXN: the issuing process */
+  int32_t start_tid;
+  uint64_t start_ns;
+  uint64_t child_ns;     /* children that started and stopped inside */
+  uint64_t bytes;
+  uint64_t gpu_start, gpu_stop;   /* KernelCh: pTimer at start / state 22 */
+  uint64_t span_min, span_max;    /* Coll/P2p: GPU span of KernelCh children */
+  uint32_t span_n;                /* children in the span not yet accounted */
+  uint32_t pad;
+  cp_rec rec;            /* trace record, filled at start when the trace is on */
+} cp_slot;
+
+typedef struct cp_pool {
+  atomic_flag lock;
+  char pad0[60];
+  uint32_t comm_index;
+  uint32_t chunk_size;
+  int chunk_shift;       /* log2(chunk_size) when a power of two, else -1 */
+  int scratch;           /* self-cost pool: records nothing */
+  int finalized;         /* its communicator was finalized (relaxed atomic) */
+  cp_slot **chunks;
+  uint32_t nchunks, chunks_cap, max_chunks;
+  uint32_t capacity;     /* nchunks * chunk_size */
+  uint32_t next;         /* round robin cursor */
+  uint32_t busy;         /* slots live or blacklisted */
+  /* blacklist */
+  uint64_t bl_cap, bl_size;
+  uint32_t bl_head, bl_tail;
+  uint64_t evictions;
+  /* fallback set */
+  cp_slot *fb[CP_POOL_FB_MAX];
+  uint32_t fb_gen;
+  uint64_t fallbacks, exhausted;
+  /* per communicator: GPU %globaltimer minus host clock, min over KernelCh */
+  int64_t gpu_off;
+  int gpu_off_valid;
+  uint64_t events;
+  uint64_t memory;
+} cp_pool;
+
+/* A pool with chunks of chunk_size slots (0 -> 1024) and a blacklist of
+ * blacklist_cap (0 -> 1).  NULL when out of memory. */
+cp_pool *cp_pool_create(uint32_t comm_index, uint32_t chunk_size, uint64_t blacklist_cap);
+
+static inline void cp_pool_lock(cp_pool *p) {
+  while (atomic_flag_test_and_set_explicit(&p->lock, memory_order_acquire))
+    cp_cpu_relax();
+}
+static inline void cp_pool_unlock(cp_pool *p) { atomic_flag_clear_explicit(&p->lock, memory_order_release); }
+
+/* Hand out a slot: *idx gets its index, the slot is live with a new
+ * generation and zeroed event fields.  NULL when even the fallback set is
+ * full (counted in p->exhausted).  A reused slot's pending GPU span is
+ * first accounted to its old path. */
+cp_slot *cp_pool_alloc(cp_pool *p, uint32_t *idx);
+/* Slot by index (chunk or fallback set), NULL if none. */
+cp_slot *cp_pool_slot(cp_pool *p, uint32_t idx);
+/* The event stopped: the slot goes back (stays held while blacklisted);
+ * a fallback slot is freed. */
+void cp_pool_release(cp_pool *p, cp_slot *s, uint32_t idx);
+/* A child names this slot / stopped naming it. */
+void cp_pool_ref(cp_pool *p, cp_slot *s, uint32_t idx);
+void cp_pool_unref(cp_pool *p, cp_slot *s, uint32_t idx);
+/* Account a slot's pending GPU span into its path (profile) and clear it. */
+void cp_pool_flush_span(cp_slot *s);
+
+/* Visit every slot (snapshot); pool lock held by the caller. */
+void cp_pool_foreach(cp_pool *p, void (*fn)(const cp_slot *s, void *arg), void *arg);
+
+/* Free a pool and everything in it.  Only for pools no handle can reach
+ * any more (tests); communicator pools live to process end. */
+void cp_pool_destroy(cp_pool *p);
+
+/* Tests only: cap the number of chunks so that growth fails. */
+void cp_pool_set_max_chunks(cp_pool *p, uint32_t n);
+
+#endif

@@ -1,0 +1,145 @@
+/*
+ * snapshot.c — collprof_snapshot_take/free and collprof_now_ns: a
+ * consistent copy of everything the core measured, for the output code
+ * and the MPI layer (collprof.h).
+ *
+ * Per-thread profile arrays are summed (profile.c); each pool is scanned
+ * under its lock for live slots (unterminated events) and for GPU spans
+ * still pending in slots (accounted here read-only, so taking a snapshot
+ * twice changes nothing).  Strings point into tables that are never freed.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "collprof.h"
+#pragma GCC visibility push(hidden)
+#include "clock.h"
+#include "config.h"
+#include "handle.h"
+#include "mask_control.h"
+#include "output_hooks.h"
+#include "paths.h"
+#include "plugin.h"
+#include "pool.h"
+#include "profile.h"
+#include "registry.h"
+#include "strtab.h"
+#include "tls.h"
+#include "trace.h"
+
+#define CP_EXPORT __attribute__((visibility("default")))
+
+typedef struct scan {
+  collprof_path_stat *paths;
+  size_t n;
+  uint64_t unterminated;
+} scan;
+
+static void scan_slot(const cp_slot *s, void *arg) {
+  scan *sc = arg;
+  if (s->path >= sc->n) return;
+  collprof_path_stat *p = &sc->paths[s->path];
+  if (s->live) { p->unterminated++; sc->unterminated++; }
+  if (s->span_n && s->span_max >= s->span_min) { p->gpu_ns += s->span_max - s->span_min; p->gpu_samples++; }
+}
+
+static void scan_pool(cp_pool *p, scan *sc, uint64_t *evictions, uint64_t *memory) {
+  if (!p) return;
+  cp_pool_lock(p);
+  cp_pool_foreach(p, scan_slot, sc);
+  *evictions += p->evictions;
+  *memory += p->memory;
+  cp_pool_unlock(p);
+}
+
+CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
+  if (!out) return -1;
+  memset(out, 0, sizeof *out);
+  const cp_config *cfg = cp_config_get();
+  out->pid = (int)getpid();
+  if (gethostname(out->host, sizeof out->host - 1) != 0) strcpy(out->host, "unknown");
+  out->world_rank = -1;
+  out->world_size = 0;
+  if (cp_output_get_identity) cp_output_get_identity(&out->world_rank, &out->world_size);
+  out->start_mono_ns = cp_clock_start_mono();
+  out->end_mono_ns = cp_clock_now();
+  out->start_wall_ns = cp_clock_start_wall();
+  out->event_mask = cfg->event_mask;
+  out->gpu_sample = cfg->gpu_sample;
+  out->trace_on = cfg->trace_on;
+  out->nccl_version = cp_core_nccl_version();
+  snprintf(out->periods, sizeof out->periods, "%s", cfg->periods);
+  out->per_event_cost_ns = cp_core_event_cost();
+
+  size_t n = cp_path_count();
+  out->paths = calloc(n ? n : 1, sizeof *out->paths);
+  if (!out->paths) return -1;
+  out->npaths = n;
+  for (size_t i = 0; i < n; i++) {
+    collprof_path_stat *p = &out->paths[i];
+    p->local_id = (uint32_t)i;
+    p->hash = cp_path_hash((uint32_t)i);
+    p->path = cp_path_str((uint32_t)i);
+    p->leaf_type = cp_path_type((uint32_t)i);
+    p->leaf_func = cp_str_get(cp_path_func((uint32_t)i));
+  }
+  cp_profile_merge(out->paths, n);
+
+  scan sc = {out->paths, n, 0};
+  uint64_t memory = cp_path_memory() + cp_str_memory() + cp_thr_memory();
+  uint32_t nc = cp_registry_count();
+  out->comms = calloc(nc ? nc : 1, sizeof *out->comms);
+  if (!out->comms) { free(out->paths); out->paths = NULL; return -1; }
+  out->ncomms = nc;
+  for (uint32_t i = 1; i <= nc; i++) {
+    const cp_comm *c = cp_registry_get(i);
+    collprof_comm_info *ci = &out->comms[i - 1];
+    if (!c) continue;
+    ci->comm_id = c->comm_id;
+    memcpy(ci->comm_name, c->comm_name, sizeof ci->comm_name);
+    ci->nranks = c->nranks;
+    ci->nnodes = c->nnodes;
+    ci->nccl_rank = c->nccl_rank;
+    memcpy(ci->gpu_uuid, c->gpu_uuid, sizeof ci->gpu_uuid);
+    ci->events = __atomic_load_n(&c->events, __ATOMIC_RELAXED);
+    ci->finalized = __atomic_load_n(&c->finalized, __ATOMIC_RELAXED);
+    memory += sizeof *c;
+    if (c->pool) {
+      cp_pool_lock(c->pool);
+      ci->gpu_offset_ns = c->pool->gpu_off;
+      ci->gpu_offset_valid = c->pool->gpu_off_valid;
+      cp_pool_unlock(c->pool);
+      scan_pool(c->pool, &sc, &out->blacklist_evictions, &memory);
+    }
+  }
+  scan_pool(cp_core_pool_for(0), &sc, &out->blacklist_evictions, &memory);
+  for (size_t i = 0; i < n; i++)
+    if (out->paths[i].calls == 0) out->paths[i].min_ns = out->paths[i].max_ns = 0;
+
+  for (cp_thr *t = cp_thr_all(); t; t = t->next) {
+    out->events_recorded += cp_ld(&t->events);
+    out->events_pxn += cp_ld(&t->events_pxn);
+    out->unknown_parent += cp_ld(&t->unknown_parent);
+  }
+  out->unterminated = sc.unterminated;
+  out->trace_dropped = cp_trace_dropped();
+  out->bad_calls = cp_core_bad_calls();
+  out->gpu_sampled_calls = cp_mask_sampled_calls();
+  out->memory_bytes = memory;
+  return 0;
+}
+
+CP_EXPORT void collprof_snapshot_free(collprof_snapshot *s) {
+  if (!s) return;
+  free(s->paths);
+  free(s->comms);
+  s->paths = NULL;
+  s->comms = NULL;
+  s->npaths = s->ncomms = 0;
+}
+
+CP_EXPORT uint64_t collprof_now_ns(void) { return cp_clock_now(); }

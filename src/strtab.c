@@ -1,0 +1,102 @@
+/*
+ * strtab.c — interned strings (strtab.h).
+ *
+ * Storage: a two-level array of string pointers (chunks of 1024, published
+ * with release stores) so cp_str_get() never locks.  Lookup by content: an
+ * open-addressing hash table under a mutex, only on a per-thread cache miss.
+ * The per-thread cache is keyed by NCCL's pointer and a hit is confirmed
+ * with strcmp against the interned text: a pointer that was freed and reused
+ * for another string (the replay tool, communicator names) cannot return a
+ * stale id.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+#pragma GCC visibility push(hidden)
+#include "strtab.h"
+#include "tls.h"
+
+#define STR_CHUNK 1024
+#define STR_NCHUNK 1024
+#define STR_MAXLEN 1024
+
+static char *_Atomic *_Atomic str_chunks[STR_NCHUNK];
+static _Atomic uint32_t str_count = 1;      /* id 0 is "" */
+static pthread_mutex_t str_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t *str_hash;                  /* ids, 0 = empty */
+static uint32_t str_hash_cap;
+static _Atomic uint64_t str_mem;
+
+const char *cp_str_get(uint32_t id) {
+  if (id == 0 || id >= atomic_load_explicit(&str_count, memory_order_acquire)) return "";
+  char *_Atomic *c = atomic_load_explicit(&str_chunks[id / STR_CHUNK], memory_order_acquire);
+  if (!c) return "";
+  const char *s = atomic_load_explicit(&c[id % STR_CHUNK], memory_order_acquire);
+  return s ? s : "";
+}
+
+static int hash_insert(uint32_t *tab, uint32_t cap, uint32_t id) {
+  const char *s = cp_str_get(id);
+  uint64_t h = XXH3_64bits(s, strlen(s));
+  for (uint32_t i = (uint32_t)h & (cap - 1);; i = (i + 1) & (cap - 1))
+    if (!tab[i]) { tab[i] = id; return 0; }
+}
+
+static uint32_t intern_locked(const char *s, size_t n) {
+  uint64_t h = XXH3_64bits(s, n);
+  if (str_hash) {
+    for (uint32_t i = (uint32_t)h & (str_hash_cap - 1);; i = (i + 1) & (str_hash_cap - 1)) {
+      uint32_t id = str_hash[i];
+      if (!id) break;
+      const char *t = cp_str_get(id);
+      if (strncmp(t, s, n) == 0 && t[n] == 0) return id;
+    }
+  }
+  uint32_t id = atomic_load_explicit(&str_count, memory_order_relaxed);
+  if (id >= STR_CHUNK * STR_NCHUNK) return 0;
+  if ((id + 1) * 2 > str_hash_cap) {            /* grow the index first */
+    uint32_t ncap = str_hash_cap ? str_hash_cap * 2 : 256;
+    uint32_t *nt = calloc(ncap, sizeof *nt);
+    if (!nt) return 0;
+    for (uint32_t i = 0; i < str_hash_cap; i++) if (str_hash[i]) hash_insert(nt, ncap, str_hash[i]);
+    free(str_hash);
+    atomic_fetch_add_explicit(&str_mem, (ncap - str_hash_cap) * sizeof *nt, memory_order_relaxed);
+    str_hash = nt;
+    str_hash_cap = ncap;
+  }
+  char *_Atomic *c = atomic_load_explicit(&str_chunks[id / STR_CHUNK], memory_order_relaxed);
+  if (!c) {
+    c = calloc(STR_CHUNK, sizeof *c);
+    if (!c) return 0;
+    atomic_fetch_add_explicit(&str_mem, STR_CHUNK * sizeof *c, memory_order_relaxed);
+    atomic_store_explicit(&str_chunks[id / STR_CHUNK], c, memory_order_release);
+  }
+  char *copy = malloc(n + 1);
+  if (!copy) return 0;
+  memcpy(copy, s, n);
+  copy[n] = 0;
+  atomic_fetch_add_explicit(&str_mem, n + 1, memory_order_relaxed);
+  atomic_store_explicit(&c[id % STR_CHUNK], copy, memory_order_release);
+  atomic_store_explicit(&str_count, id + 1, memory_order_release);
+  hash_insert(str_hash, str_hash_cap, id);
+  return id;
+}
+
+uint32_t cp_str_intern(const char *s) {
+  if (!s || !*s) return 0;
+  cp_thr *t = cp_thr_get();
+  uintptr_t p = (uintptr_t)s;
+  cp_scache_ent *e = &t->scache[((p >> 3) ^ (p >> 11)) & (CP_SCACHE - 1)];
+  if (e->p == s && e->id && strcmp(cp_str_get(e->id), s) == 0) return e->id;
+  size_t n = strnlen(s, STR_MAXLEN);
+  pthread_mutex_lock(&str_mu);
+  uint32_t id = intern_locked(s, n);
+  pthread_mutex_unlock(&str_mu);
+  if (id) { e->p = s; e->id = id; }
+  return id;
+}
+
+uint64_t cp_str_memory(void) { return atomic_load_explicit(&str_mem, memory_order_relaxed); }

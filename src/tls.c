@@ -1,0 +1,89 @@
+/*
+ * tls.c — per-thread blocks (see tls.h).  Allocation and recycling happen
+ * once per thread, under a mutex; the hot path only reads the TLS pointer.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#pragma GCC visibility push(hidden)
+#include "tls.h"
+
+__thread cp_thr *cp_tls_thr __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t thr_mu = PTHREAD_MUTEX_INITIALIZER;
+static cp_thr *_Atomic thr_head;
+static cp_thr *thr_free;
+static pthread_key_t thr_key;
+static pthread_once_t thr_key_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t thr_mem;
+static cp_thr thr_emergency;   /* when calloc fails: shared, numbers still atomic */
+
+static void thr_exit(void *p) {
+  cp_thr *t = p;
+  if (!t || t == &thr_emergency) return;
+  cp_tls_thr = NULL;
+  pthread_mutex_lock(&thr_mu);
+  t->next_free = thr_free;
+  thr_free = t;
+  pthread_mutex_unlock(&thr_mu);
+}
+
+static void thr_key_init(void) { pthread_key_create(&thr_key, thr_exit); }
+
+void *cp_calloc_lines(size_t size) {
+  size = (size + 63) & ~(size_t)63;
+  void *p = aligned_alloc(64, size ? size : 64);
+  if (p) memset(p, 0, size ? size : 64);
+  return p;
+}
+
+cp_thr *cp_thr_slow(void) {
+  pthread_once(&thr_key_once, thr_key_init);
+  pthread_mutex_lock(&thr_mu);
+  cp_thr *t = thr_free;
+  if (t) {
+    thr_free = t->next_free;
+    t->next_free = NULL;
+  } else {
+    t = cp_calloc_lines(sizeof *t);
+    if (t) {
+      atomic_fetch_add_explicit(&thr_mem, sizeof *t, memory_order_relaxed);
+      t->next = atomic_load_explicit(&thr_head, memory_order_relaxed);
+      atomic_store_explicit(&thr_head, t, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&thr_mu);
+  if (!t) {
+    t = &thr_emergency;
+    pthread_mutex_lock(&thr_mu);
+    if (!thr_emergency.next && atomic_load_explicit(&thr_head, memory_order_relaxed) != &thr_emergency) {
+      thr_emergency.next = atomic_load_explicit(&thr_head, memory_order_relaxed);
+      atomic_store_explicit(&thr_head, &thr_emergency, memory_order_release);
+    }
+    pthread_mutex_unlock(&thr_mu);
+  }
+  t->tid = (int)syscall(SYS_gettid);
+  t->sampled = 0;
+  cp_tls_thr = t;
+  if (t != &thr_emergency) pthread_setspecific(thr_key, t);
+  return t;
+}
+
+cp_thr *cp_thr_all(void) { return atomic_load_explicit(&thr_head, memory_order_acquire); }
+
+void cp_thr_after_fork(void) {
+  if (cp_tls_thr) cp_tls_thr->tid = (int)syscall(SYS_gettid);
+  /* contexts get a new salt in the child: forget decoded ones */
+  for (cp_thr *t = cp_thr_all(); t; t = t->next) { t->last_ctx = 0; t->last_comm = NULL; }
+}
+
+uint64_t cp_thr_memory(void) {
+  uint64_t m = atomic_load_explicit(&thr_mem, memory_order_relaxed);
+  for (cp_thr *t = cp_thr_all(); t; t = t->next)
+    for (int i = 0; i < CP_PROF_NCHUNK; i++)
+      if (__atomic_load_n(&t->prof[i], __ATOMIC_ACQUIRE)) m += CP_PROF_CHUNK * sizeof(cp_prof_ent);
+  return m;
+}

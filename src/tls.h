@@ -1,0 +1,81 @@
+/*
+ * tls.h — per-thread state of the recording core.
+ *
+ * Everything the hot path writes lives here, one block per thread, so two
+ * threads recording different communicators share no written cache line:
+ * the profile numbers per path (profile.c), the event counters, and the
+ * lookup caches of the path table (paths.c) and the string table (strtab.c).
+ * Each block has one writer (its thread); snapshot readers use relaxed
+ * atomic loads.  Blocks are never freed: a thread that exits hands its block
+ * (numbers and all) to the next new thread, so memory stays bounded by the
+ * peak thread count and nothing measured is lost.
+ *
+ * The block is reached through one initial-exec TLS pointer (8 bytes of
+ * static TLS, cheap enough for a dlopen'ed library).
+ */
+#ifndef COLLPROF_TLS_H
+#define COLLPROF_TLS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define CP_PCACHE 256   /* path-lookup cache entries (direct mapped) */
+#define CP_SCACHE 64    /* string-intern cache entries (direct mapped) */
+#define CP_PROF_CHUNK 256
+#define CP_PROF_NCHUNK 256   /* CP_PROF_CHUNK * CP_PROF_NCHUNK = 65536 paths */
+
+/* Per path, per thread.  Written by the owning thread with relaxed atomic
+ * stores, read by snapshots with relaxed loads. */
+typedef struct cp_prof_ent {
+  uint64_t calls, total, self, min, max, bytes, states, gpu_ns, gpu_samples;
+} cp_prof_ent;
+
+typedef struct cp_pcache_ent { uint64_t key1; uint32_t id; uint32_t pad; } cp_pcache_ent;
+typedef struct cp_scache_ent { const char *p; uint32_t id; uint32_t pad; } cp_scache_ent;
+
+typedef struct cp_thr {
+  struct cp_thr *next;          /* list of all blocks (never unlinked) */
+  struct cp_thr *next_free;     /* free list of blocks of exited threads */
+  int tid;
+  int sampled;                  /* cp_mask_kernelch_on() at the last GroupApi start */
+  /* last context / pool index this thread decoded (plugin.c): entries and
+   * pools are never freed, so the pointers stay valid */
+  uint64_t last_ctx;
+  struct cp_comm *last_comm;
+  uint32_t last_pidx;
+  struct cp_pool *last_pool;
+  /* counters (single writer, relaxed) */
+  uint64_t events, events_pxn, unknown_parent;
+  cp_prof_ent *prof[CP_PROF_NCHUNK];
+  cp_pcache_ent pcache[CP_PCACHE];
+  cp_scache_ent scache[CP_SCACHE];
+} cp_thr;
+
+extern __thread cp_thr *cp_tls_thr __attribute__((tls_model("initial-exec")));
+
+cp_thr *cp_thr_slow(void);
+static inline cp_thr *cp_thr_get(void) {
+  cp_thr *t = cp_tls_thr;
+  if (__builtin_expect(t != 0, 1)) return t;
+  return cp_thr_slow();
+}
+
+/* Zeroed memory on its own cache lines (nothing else shares a line the hot
+ * path writes): size rounded up to 64.  NULL on failure. */
+void *cp_calloc_lines(size_t size);
+
+/* Head of the list of every block (acquire load; follow ->next). */
+cp_thr *cp_thr_all(void);
+/* Relaxed single-writer increment helpers. */
+static inline void cp_inc(uint64_t *p, uint64_t v) {
+  __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+static inline uint64_t cp_ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+/* Kernel thread id of the caller (cached, refreshed after fork). */
+static inline int cp_gettid(void) { return cp_thr_get()->tid; }
+/* Called in the child after fork. */
+void cp_thr_after_fork(void);
+/* Bytes held by thread blocks and their profile chunks. */
+uint64_t cp_thr_memory(void);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * trace_writer.h — what the output code (local_write.c) needs from the
+ * trace writer beyond trace.h: the tail of the file (path, rank and clock
+ * records) that must stay last whatever the writer appends later.
+ *
+ * Owned by trace_writer.c.
+ */
+#ifndef COLLPROF_TRACE_WRITER_H
+#define COLLPROF_TRACE_WRITER_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Flush, then replace the tail (if any) with these whole lines and keep a
+ * copy: when the writer later has records to add, it cuts the tail, writes
+ * the records and writes the copy again, so the file always ends with the
+ * latest tail.  Returns the offset where the tail starts, -1 on error. */
+long cp_trace_set_tail(const char *text, size_t len);
+
+/* Records written to the file so far (event, state, lifecycle lines). */
+uint64_t cp_trace_lines(void);
+
+/* 1 in the child of a fork: the trace is off there (see trace_writer.c). */
+int cp_trace_in_fork_child(void);
+
+/* 1 when the trace file could not be created (one warning was given). */
+int cp_trace_failed(void);
+
+/* The trace file's current name ("" before cp_trace_start). */
+void cp_trace_path(char *buf, size_t cap);
+
+#endif

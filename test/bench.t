@@ -1,0 +1,18 @@
+#!/bin/bash
+# bench.t — collprof-bench runs (a quick pass, not a measurement): every
+# configuration (collprof with and without the trace, the do-nothing
+# plugin; 1 and 2 threads) gives a figure.  `make bench` is the measurement.
+. "$(dirname "$0")/tap.sh"
+[ -z "${SAN:-}" ] || skip_all "not under SAN=$SAN (the bench dlopens the plugin)"
+[ -x "$BIN/collprof-bench" ] || skip_all "collprof-bench not built"
+COLLPROF_BUILD=$B "$BIN/collprof-bench" --quick >"$T/out" 2>"$T/err"
+rc=$?
+sed 's/^/# /' "$T/out"
+is "$rc" 0 "collprof-bench --quick exits 0"
+for c in "collprof, trace on" "collprof, trace off" "do-nothing plugin"; do
+  for t in 1 2; do
+    ok "$c, T=$t: ns/event reported" \
+      awk -v c="$c" -v t="$t" 'index($0, c) == 1 { n = split($0, f, " +"); for (i = 1; i <= n; i++) if (f[i] == t && f[i+1] + 0 > 0) found = 1 } END { exit !found }' "$T/out"
+  done
+done
+done_testing

@@ -1,0 +1,27 @@
+/*
+ * bench.h — collprof-bench: CPU cost per event of an NCCL profiler plugin.
+ *
+ * bench_main.c runs the measurement plan: every configuration (plugin x
+ * environment x thread count) in a fresh process (the bench re-executes
+ * itself with --child), repetitions alternated, medians printed.
+ * bench_tree.c is the child: it dlopens one plugin and drives it with
+ * synthetic NCCL-shaped event trees on T threads, one communicator each.
+ */
+#ifndef COLLPROF_BENCH_H
+#define COLLPROF_BENCH_H
+#include <stdint.h>
+
+/* What one child measured. */
+typedef struct bench_result {
+  uint64_t events;        /* starts, all threads */
+  uint64_t states;        /* recordEventState calls, all threads */
+  uint64_t max_ns;        /* slowest thread's timed loop */
+  double ns_per_event;    /* mean over threads of thread time / thread events */
+} bench_result;
+
+/* Child entry: drive `plugin` (a .so exporting ncclProfiler_v5) on
+ * `threads` threads, `iters` API calls each (after a warm-up).  Prints one
+ * "RESULT events states max_ns ns_per_event" line; returns the exit code. */
+int bench_child(const char *plugin, int threads, long iters);
+
+#endif

@@ -1,0 +1,195 @@
+/*
+ * bench_main.c — collprof-bench's command line and measurement plan
+ * (`make bench`; the child that measures is bench_tree.c).
+ *
+ *   collprof-bench [--iters N] [--reps R] [--threads 1,2] [--quick]
+ *   collprof-bench --child PLUGIN.so THREADS ITERS      (internal)
+ *
+ * Configurations, each measured in a fresh process because the environment
+ * differs (the plugin reads it once): collprof with the trace
+ * (COLLPROF_TRACE=1), collprof without (COLLPROF_TRACE=0), and the
+ * do-nothing plugin — all with NCCL_PROFILE_EVENT_MASK=4095 and
+ * COLLPROF_GPU_SAMPLE=1 so that every event type flows on every call.
+ * Repetitions go round-robin over all configurations and thread counts, so
+ * drift on a shared machine hits each alike; the table shows medians.
+ * Plugins come from $COLLPROF_BUILD/lib, else <bench dir>/../lib.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum { MAXCONF = 8, MAXT = 4, MAXREP = 64 };
+
+typedef struct conf {
+  const char *name;
+  char plugin[PATH_MAX];
+  const char *env[4];     /* "NAME=value" set in the child */
+  int ok;
+  double ns[MAXT][MAXREP], eps[MAXT][MAXREP];
+  int n[MAXT];
+} conf;
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb; (void)flag; (void)ftw;
+  remove(p);
+  return 0;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double median(const double *v, int n) {
+  if (n <= 0) return 0;
+  double tmp[MAXREP];
+  memcpy(tmp, v, sizeof(double) * (size_t)n);
+  qsort(tmp, (size_t)n, sizeof(double), cmp_d);
+  return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+/* Run one child; fill *r.  Returns 0 on success. */
+static int run_child(const conf *c, int threads, long iters, bench_result *r) {
+  char dir[] = "/tmp/collprof-bench.XXXXXX";
+  if (!mkdtemp(dir)) return -1;
+  int fd[2];
+  if (pipe(fd) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    close(fd[0]);
+    dup2(fd[1], 1);
+    close(fd[1]);
+    setenv("NCCL_PROFILE_EVENT_MASK", "4095", 1);
+    setenv("COLLPROF_GPU_SAMPLE", "1", 1);
+    setenv("COLLPROF_QUIET", "1", 1);
+    setenv("COLLPROF_OUTPUT_DIR", dir, 1);
+    unsetenv("COLLPROF_PERIODS");
+    unsetenv("LD_PRELOAD");
+    for (int i = 0; i < 4 && c->env[i]; i++) putenv((char *)c->env[i]);
+    char t[16], it[32];
+    snprintf(t, sizeof t, "%d", threads);
+    snprintf(it, sizeof it, "%ld", iters);
+    execl("/proc/self/exe", "collprof-bench", "--child", c->plugin, t, it, (char *)NULL);
+    _exit(127);
+  }
+  close(fd[1]);
+  FILE *in = fdopen(fd[0], "r");
+  char line[256];
+  int got = 0;
+  while (fgets(line, sizeof line, in)) {
+    unsigned long long e, s, m;
+    double ns;
+    if (sscanf(line, "RESULT %llu %llu %llu %lf", &e, &s, &m, &ns) == 4) {
+      r->events = e; r->states = s; r->max_ns = m; r->ns_per_event = ns;
+      got = 1;
+    }
+  }
+  fclose(in);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  if (!got) return -1;
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fprintf(stderr, "collprof-bench: %s (T=%d) exited with status %d after its result\n",
+            c->name, threads, st);
+  return 0;
+}
+
+static void lib_dir(char *out, size_t n) {
+  const char *b = getenv("COLLPROF_BUILD");
+  if (b && *b) { snprintf(out, n, "%s/lib", b); return; }
+  char exe[2048];
+  ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (l <= 0) { snprintf(out, n, "build/lib"); return; }
+  exe[l] = '\0';
+  char *s = strrchr(exe, '/');
+  if (s) *s = '\0';
+  snprintf(out, n, "%s/../lib", exe);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 5 && strcmp(argv[1], "--child") == 0)
+    return bench_child(argv[2], atoi(argv[3]), atol(argv[4]));
+
+  long iters = 50000;
+  int reps = 5;
+  int tv[MAXT] = {1, 2}, nt = 2;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--quick")) { iters = 2000; reps = 1; }
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      nt = 0;
+      for (char *s = strtok(argv[++i], ","); s && nt < MAXT; s = strtok(NULL, ","))
+        tv[nt++] = atoi(s);
+    } else {
+      fprintf(stderr, "usage: collprof-bench [--iters N] [--reps R] [--threads 1,2] [--quick]\n");
+      return 2;
+    }
+  }
+  if (iters < 1) iters = 1;
+  if (reps < 1) reps = 1;
+  if (reps > MAXREP) reps = MAXREP;
+
+  char lib[3072];
+  lib_dir(lib, sizeof lib);
+  static conf cs[MAXCONF];
+  int nc = 0;
+  cs[nc] = (conf){.name = "collprof, trace on", .env = {"COLLPROF_TRACE=1"}};
+  snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
+  cs[nc] = (conf){.name = "collprof, trace off", .env = {"COLLPROF_TRACE=0"}};
+  snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
+  cs[nc] = (conf){.name = "do-nothing plugin", .env = {NULL}};
+  snprintf(cs[nc++].plugin, PATH_MAX, "%s/libnccl-profiler-noop.so", lib);
+  for (int c = 0; c < nc; c++) {
+    cs[c].ok = access(cs[c].plugin, R_OK) == 0;
+    if (!cs[c].ok) fprintf(stderr, "collprof-bench: %s missing, skipped\n", cs[c].plugin);
+  }
+
+  printf("collprof-bench: synthetic NCCL 2.28 event trees (GroupApi, CollApi, KernelLaunch,\n"
+         "Group, Coll, 2 x KernelCh, 2 x ProxyOp, 4 x ProxyStep, ProxyCtrl: 14 events and\n"
+         "17 states per API call), %ld calls per thread, %d repetitions alternated,\n"
+         "medians; ns/event = thread time / events started (stops and states included)\n\n",
+         iters, reps);
+  int failed = 0;
+  for (int rep = 0; rep < reps; rep++)
+    for (int ti = 0; ti < nt; ti++)
+      for (int c = 0; c < nc; c++) {
+        if (!cs[c].ok) continue;
+        bench_result r;
+        if (run_child(&cs[c], tv[ti], iters, &r) != 0) {
+          fprintf(stderr, "collprof-bench: %s (T=%d) gave no result\n", cs[c].name, tv[ti]);
+          failed = 1;
+          continue;
+        }
+        int k = cs[c].n[ti]++;
+        cs[c].ns[ti][k] = r.ns_per_event;
+        cs[c].eps[ti][k] = r.max_ns ? (double)r.events * 1e9 / (double)r.max_ns : 0;
+      }
+
+  printf("%-22s %3s %10s %12s %10s\n", "configuration", "T", "ns/event", "Mevents/s", "vs T=1");
+  for (int c = 0; c < nc; c++) {
+    if (!cs[c].ok) continue;
+    double eps1 = 0;
+    for (int ti = 0; ti < nt; ti++) {
+      double ns = median(cs[c].ns[ti], cs[c].n[ti]);
+      double eps = median(cs[c].eps[ti], cs[c].n[ti]);
+      if (tv[ti] == 1) eps1 = eps;
+      char ratio[32] = "";
+      if (tv[ti] != 1 && eps1 > 0) snprintf(ratio, sizeof ratio, "%.2fx", eps / eps1);
+      if (cs[c].n[ti] == 0)
+        printf("%-22s %3d %10s %12s %10s\n", cs[c].name, tv[ti], "failed", "-", "");
+      else
+        printf("%-22s %3d %10.1f %12.2f %10s\n", cs[c].name, tv[ti], ns, eps / 1e6, ratio);
+    }
+  }
+  printf("\ngoals: <= 100 ns/event with the trace, <= 50 without, 2 threads >= 1.8x one\n");
+  return failed;
+}

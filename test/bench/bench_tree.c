@@ -1,0 +1,254 @@
+/*
+ * bench_tree.c — the measuring child of collprof-bench (see bench.h).
+ *
+ * One API call's event tree, as NCCL 2.28 sends it for an all-reduce over
+ * the network transport (the ar_net capture), with C channels and S steps:
+ *   GroupApi start, state 23, CollApi start/stop, state 24,
+ *   KernelLaunch start/stop, Group start, Coll start (parent CollApi),
+ *   Coll stop, Group stop, GroupApi stop, then, as the proxy thread does
+ *   after the Coll has stopped (most KernelCh/ProxyOp start after it, ABI
+ *   doc): per channel KernelCh start (parent Coll), state 22, stop; ProxyOp
+ *   start (parent Coll), state 19, per step ProxyStep start, states 8, 20, 9,
+ *   stop; ProxyOp stop; and one ProxyCtrl start, state 14, stop.
+ * Types are emitted as NCCL would under the mask read at the GroupApi start
+ * (emission rules of the ABI doc), so the plugin's live mask is honoured.
+ * Events counted = starts; the time includes stops and states.
+ */
+#include "bench.h"
+#include "nccl_profiler_abi.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { CHANNELS = 2, STEPS = 2, WARMUP = 2000 };
+
+static ncclProfiler_v5_t *g_p;
+static int g_mask;                  /* NCCL's one process-wide mask int */
+static pthread_barrier_t g_bar;
+static long g_iters;
+static int g_threads;
+static pid_t g_pid;                 /* getpid() is a system call: once */
+
+typedef struct thr {
+  int idx;
+  void *ctx;
+  uint64_t events, states, ns;
+} thr;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void logger(int level, unsigned long flags, const char *file, int line,
+                   const char *fmt, ...) {
+  (void)level; (void)flags; (void)file; (void)line; (void)fmt;
+}
+
+/* NCCL 2.28's emission rules (ABI doc), for the mask m read at a call. */
+#define ANY(m, bits) (((m) & (bits)) != 0)
+enum {
+  GA = ncclProfileGroupApi, CA = ncclProfileCollApi, KL = ncclProfileKernelLaunch,
+  GR = ncclProfileGroup, CO = ncclProfileColl, PO = ncclProfileProxyOp,
+  PS = ncclProfileProxyStep, PC = ncclProfileProxyCtrl, KC = ncclProfileKernelCh,
+  NP = ncclProfileNetPlugin, P2 = ncclProfileP2p, PA = ncclProfileP2pApi
+};
+
+static void *start(thr *t, ncclProfilerEventDescr_v5_t *d) {
+  void *h = NULL;
+  g_p->startEvent(t->ctx, &h, d);
+  t->events++;
+  return h;
+}
+static void state(thr *t, void *h, int s, uint64_t arg) {
+  if (!h) return;
+  ncclProfilerEventStateArgs_v5_t a;
+  a.pTimer = arg;
+  g_p->recordEventState(h, (ncclProfilerEventState_v5_t)s, &a);
+  t->states++;
+}
+static void stop(void *h) {
+  if (h) g_p->stopEvent(h);
+}
+
+/* One API call. */
+static void one_call(thr *t, uint64_t seq, char *buf) {
+  int m = __atomic_load_n(&g_mask, __ATOMIC_RELAXED);
+  if (m == 0) return;
+  int want_ga = ANY(m, GA | CA | PA | KL | GR | CO | P2 | PO | PS | KC | NP);
+  int want_ca = ANY(m, CA | CO | PO | PS | KC | NP);
+  int want_gr = ANY(m, GR | CO | P2 | PO | PS | KC | NP);
+  int want_co = ANY(m, CO | PO | PS | KC | NP);
+  ncclProfilerEventDescr_v5_t d;
+  void *ga = NULL, *ca = NULL, *kl = NULL, *gr = NULL, *co = NULL;
+
+  if (want_ga) {
+    memset(&d, 0, sizeof d);
+    d.type = GA;
+    d.groupApi.groupDepth = 1;
+    ga = start(t, &d);
+    state(t, ga, ncclProfilerGroupStartApiStop, 0);
+  }
+  if (want_ca) {
+    memset(&d, 0, sizeof d);
+    d.type = CA;
+    d.parentObj = ga;
+    d.collApi.func = "AllReduce";
+    d.collApi.count = 1024;
+    d.collApi.datatype = "ncclFloat32";
+    d.collApi.stream = buf;
+    ca = start(t, &d);
+    stop(ca);
+  }
+  if (ga) state(t, ga, ncclProfilerGroupEndApiStart, 0);
+  if (m & KL) {
+    memset(&d, 0, sizeof d);
+    d.type = KL;
+    d.parentObj = ga;
+    d.kernelLaunch.stream = buf;
+    kl = start(t, &d);
+    stop(kl);
+  }
+  if (want_gr) {
+    memset(&d, 0, sizeof d);
+    d.type = GR;
+    gr = start(t, &d);
+  }
+  if (want_co) {
+    memset(&d, 0, sizeof d);
+    d.type = CO;
+    d.parentObj = ca;
+    d.rank = t->idx;
+    d.coll.seqNumber = seq;
+    d.coll.func = "AllReduce";
+    d.coll.sendBuff = buf;
+    d.coll.recvBuff = buf + 64;
+    d.coll.count = 1024;
+    d.coll.datatype = "ncclFloat32";
+    d.coll.nChannels = CHANNELS;
+    d.coll.nWarps = 16;
+    d.coll.algo = "RING";
+    d.coll.proto = "SIMPLE";
+    d.coll.parentGroup = gr;
+    co = start(t, &d);
+    stop(co);
+  }
+  stop(gr);
+  stop(ga);
+  /* the proxy side, after the Coll stopped */
+  for (int c = 0; c < CHANNELS; c++) {
+    if (m & KC) {
+      memset(&d, 0, sizeof d);
+      d.type = KC;
+      d.parentObj = co;
+      d.kernelCh.channelId = (uint8_t)c;
+      d.kernelCh.pTimer = 1800000000000000000ull + seq * 10000;
+      void *kc = start(t, &d);
+      state(t, kc, ncclProfilerKernelChStop, 1800000000000000000ull + seq * 10000 + 5000);
+      stop(kc);
+    }
+    if (m & (PO | PS | NP)) {
+      void *po = NULL;
+      if (m & PO) {
+        memset(&d, 0, sizeof d);
+        d.type = PO;
+        d.parentObj = co;
+        d.rank = t->idx;
+        d.proxyOp.pid = g_pid;
+        d.proxyOp.channelId = (uint8_t)c;
+        d.proxyOp.peer = 1 - (t->idx & 1);
+        d.proxyOp.nSteps = STEPS;
+        d.proxyOp.chunkSize = 131072;
+        d.proxyOp.isSend = 1;
+        po = start(t, &d);
+        state(t, po, ncclProfilerProxyOpInProgress_v4, 0);
+      }
+      if (m & (PS | NP))
+        for (int s = 0; s < STEPS; s++) {
+          memset(&d, 0, sizeof d);
+          d.type = PS;
+          d.parentObj = po;
+          d.rank = t->idx;
+          d.proxyStep.step = s;
+          void *ps = start(t, &d);
+          state(t, ps, ncclProfilerProxyStepSendGPUWait, 4096);
+          state(t, ps, ncclProfilerProxyStepSendPeerWait_v4, 4096);
+          state(t, ps, ncclProfilerProxyStepSendWait, 4096);
+          stop(ps);
+        }
+      stop(po);
+    }
+  }
+  if (m & PC) {
+    memset(&d, 0, sizeof d);
+    d.type = PC;
+    void *pc = start(t, &d);
+    state(t, pc, ncclProfilerProxyCtrlActive, 0);
+    stop(pc);
+  }
+}
+
+static void *thread_main(void *arg) {
+  thr *t = arg;
+  char buf[256];
+  /* Each thread its own communicator, as one rank of a T-rank job. */
+  if (g_p->init(&t->ctx, 0x1000 + (uint64_t)t->idx, &g_mask, "bench", 1, g_threads, t->idx,
+                logger) != NCCL_OK) {
+    fprintf(stderr, "collprof-bench: init failed\n");
+    return NULL;
+  }
+  uint64_t seq = 0;
+  for (int i = 0; i < WARMUP; i++) one_call(t, seq++, buf);
+  t->events = t->states = 0;
+  pthread_barrier_wait(&g_bar);
+  uint64_t t0 = now_ns();
+  for (long i = 0; i < g_iters; i++) one_call(t, seq++, buf);
+  t->ns = now_ns() - t0;
+  pthread_barrier_wait(&g_bar);
+  g_p->finalize(t->ctx);
+  return NULL;
+}
+
+int bench_child(const char *plugin, int threads, long iters) {
+  void *lib = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    fprintf(stderr, "collprof-bench: cannot load %s: %s\n", plugin, dlerror());
+    return 2;
+  }
+  g_p = dlsym(lib, "ncclProfiler_v5");
+  if (!g_p) {
+    fprintf(stderr, "collprof-bench: %s has no ncclProfiler_v5\n", plugin);
+    return 2;
+  }
+  g_iters = iters;
+  g_pid = getpid();
+  g_threads = threads;
+  pthread_barrier_init(&g_bar, NULL, (unsigned)threads);
+  thr *ts = calloc((size_t)threads, sizeof *ts);
+  pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+  for (int i = 0; i < threads; i++) {
+    ts[i].idx = i;
+    pthread_create(&tid[i], NULL, thread_main, &ts[i]);
+  }
+  bench_result r = {0, 0, 0, 0};
+  for (int i = 0; i < threads; i++) {
+    pthread_join(tid[i], NULL);
+    r.events += ts[i].events;
+    r.states += ts[i].states;
+    if (ts[i].ns > r.max_ns) r.max_ns = ts[i].ns;
+    if (ts[i].events) r.ns_per_event += (double)ts[i].ns / (double)ts[i].events / threads;
+  }
+  printf("RESULT %llu %llu %llu %.3f\n", (unsigned long long)r.events,
+         (unsigned long long)r.states, (unsigned long long)r.max_ns, r.ns_per_event);
+  fflush(stdout);
+  free(ts);
+  free(tid);
+  /* The plugin writes its own output at exit (atexit/destructor): not timed. */
+  return r.events ? 0 : 3;
+}

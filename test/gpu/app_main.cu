@@ -1,0 +1,294 @@
+/*
+ * app_main.cu — collprof-gpu-app: command line, MPI and NCCL set-up, and
+ * the phases (gpu_app.h says how the files divide the work).
+ *
+ *   mpirun -np N collprof-gpu-app [--min 8] [--max 64M] [--factor 2]
+ *       [--iters 20] [--warmup 5] [--ops allreduce,allgather,...|all]
+ *       [--phases sweep,split,graph|all] [--replays 10] [--gpus-per-proc 1|2]
+ *       [--out DIR]
+ *
+ * Phases, each on every GPU thread:
+ *   sweep  every op of --ops at sizes --min..--max (x --factor), --warmup
+ *          untimed calls then --iters calls timed with CUDA events around
+ *          the loop (nccl-tests' way); bus bandwidth with nccl-tests' factors
+ *   split  ncclCommSplit of the world communicator (2 halves from 4 NCCL
+ *          ranks on, else one copy) named "split"; AllReduce, Broadcast and
+ *          AllGather on it interleaved with AllReduce on "world"
+ *   graph  a CUDA graph capturing AllReduce x2, AllGather and Broadcast on
+ *          "world", launched --replays times
+ * With --gpus-per-proc 2 every process drives two GPUs from two threads
+ * (NCCL ranks 2p and 2p+1).  Writes DIR/counts.<world rank>.json (the calls
+ * made per func and communicator) and, from rank 0, DIR/sweep.json; prints
+ * the sweep as nccl-tests does.
+ */
+#include "gpu_app.h"
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAXSIZES = 64, MAXTHR = 2 };
+
+static struct {
+  size_t min, max;
+  double factor;
+  int iters, warmup, replays, gpp;
+  int ops[NOPS], phase_sweep, phase_split, phase_graph;
+  const char *out;
+} opt = {8, 64u << 20, 2, 20, 5, 10, 1, {1, 1, 1, 1, 1, 1}, 1, 1, 1, "."};
+
+typedef struct gpu_thr {
+  int t, nccl_rank, nccl_n, dev;
+  ncclUniqueId id;
+  app_comm world, split;
+  int has_split;
+} gpu_thr;
+
+/* sweep results of NCCL rank 0 */
+static size_t g_size[NOPS][MAXSIZES];
+static double g_us[NOPS][MAXSIZES];
+static int g_nsizes[NOPS];
+
+static size_t parse_size(const char *s) {
+  char *e;
+  double v = strtod(s, &e);
+  if (*e == 'K' || *e == 'k') v *= 1024;
+  else if (*e == 'M' || *e == 'm') v *= 1024 * 1024;
+  else if (*e == 'G' || *e == 'g') v *= 1024.0 * 1024 * 1024;
+  return (size_t)v;
+}
+
+static void parse_list(const char *s, int *flags, const char *const *names, int n) {
+  for (int i = 0; i < n; i++) flags[i] = 0;
+  if (!strcmp(s, "all")) { for (int i = 0; i < n; i++) flags[i] = 1; return; }
+  char *dup = strdup(s), *save = NULL;
+  for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int found = 0;
+    for (int i = 0; i < n; i++) if (!strcmp(t, names[i])) flags[i] = found = 1;
+    if (!found) app_die("unknown name in list", t);
+  }
+  free(dup);
+}
+
+static void comm_setup(app_comm *ac, const char *name, size_t cap, int dev) {
+  ac->name = name;
+  ac->cap = cap;
+  CUDACHECK(cudaSetDevice(dev));
+  CUDACHECK(cudaStreamCreateWithFlags(&ac->stream, cudaStreamNonBlocking));
+  CUDACHECK(cudaMalloc(&ac->sbuf, cap));
+  CUDACHECK(cudaMalloc(&ac->rbuf, cap));
+  CUDACHECK(cudaMemset(ac->sbuf, 0, cap));
+  CUDACHECK(cudaMemset(ac->rbuf, 0, cap));
+  NCCLCHECK(ncclCommCount(ac->comm, &ac->nranks));
+  NCCLCHECK(ncclCommUserRank(ac->comm, &ac->rank));
+}
+
+static void phase_sweep(gpu_thr *g) {
+  app_comm *w = &g->world;
+  cudaEvent_t a, b;
+  CUDACHECK(cudaEventCreate(&a));
+  CUDACHECK(cudaEventCreate(&b));
+  for (int op = 0; op < NOPS; op++) {
+    if (!opt.ops[op]) continue;
+    int k = 0;
+    for (double sz = (double)opt.min; sz <= (double)opt.max && k < MAXSIZES; sz *= opt.factor, k++) {
+      size_t used = 0;
+      for (int i = 0; i < opt.warmup; i++) used = app_op(w, op, (size_t)sz);
+      CUDACHECK(cudaEventRecord(a, w->stream));
+      for (int i = 0; i < opt.iters; i++) used = app_op(w, op, (size_t)sz);
+      CUDACHECK(cudaEventRecord(b, w->stream));
+      CUDACHECK(cudaEventSynchronize(b));
+      float ms = 0;
+      CUDACHECK(cudaEventElapsedTime(&ms, a, b));
+      if (g->nccl_rank == 0) {
+        g_size[op][k] = used;
+        g_us[op][k] = opt.iters ? ms * 1000.0 / opt.iters : 0;
+      }
+      if (opt.factor <= 1) break;
+    }
+    if (g->nccl_rank == 0) g_nsizes[op] = k;
+  }
+  CUDACHECK(cudaEventDestroy(a));
+  CUDACHECK(cudaEventDestroy(b));
+}
+
+static void phase_split(gpu_thr *g) {
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.commName = "split";
+  int color = g->nccl_n >= 4 ? g->nccl_rank % 2 : 0;
+  NCCLCHECK(ncclCommSplit(g->world.comm, color, g->nccl_rank, &g->split.comm, &cfg));
+  comm_setup(&g->split, "split", 4u << 20, g->dev);
+  g->has_split = 1;
+  for (int i = 0; i < 10; i++) {
+    app_op(&g->split, OP_ALLREDUCE, 1u << 20);
+    app_op(&g->world, OP_ALLREDUCE, 1u << 20);
+    app_op(&g->split, OP_BROADCAST, 64u << 10);
+    app_op(&g->split, OP_ALLGATHER, 256u << 10);
+  }
+  CUDACHECK(cudaStreamSynchronize(g->split.stream));
+  CUDACHECK(cudaStreamSynchronize(g->world.stream));
+}
+
+static void phase_graph(gpu_thr *g) {
+  app_comm *w = &g->world;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDACHECK(cudaStreamSynchronize(w->stream));
+  CUDACHECK(cudaStreamBeginCapture(w->stream, cudaStreamCaptureModeThreadLocal));
+  w->capturing = 1;
+  app_op(w, OP_ALLREDUCE, 1u << 20);
+  app_op(w, OP_ALLREDUCE, 4u << 20);
+  app_op(w, OP_ALLGATHER, 1u << 20);
+  app_op(w, OP_BROADCAST, 1u << 20);
+  w->capturing = 0;
+  CUDACHECK(cudaStreamEndCapture(w->stream, &graph));
+  CUDACHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < opt.replays; i++) {
+    CUDACHECK(cudaGraphLaunch(exec, w->stream));
+    app_count_replay(w);
+  }
+  CUDACHECK(cudaStreamSynchronize(w->stream));
+  CUDACHECK(cudaGraphExecDestroy(exec));
+  CUDACHECK(cudaGraphDestroy(graph));
+}
+
+static void *thr_main(void *arg) {
+  gpu_thr *g = (gpu_thr *)arg;
+  CUDACHECK(cudaSetDevice(g->dev));
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.commName = "world";
+  NCCLCHECK(ncclCommInitRankConfig(&g->world.comm, g->nccl_n, g->id, g->nccl_rank, &cfg));
+  comm_setup(&g->world, "world", opt.max > (4u << 20) ? opt.max : (4u << 20), g->dev);
+  if (opt.phase_sweep) phase_sweep(g);
+  if (opt.phase_split) phase_split(g);
+  if (opt.phase_graph) phase_graph(g);
+  CUDACHECK(cudaStreamSynchronize(g->world.stream));
+  /* destroy so that the profiler's finalize runs before MPI_Finalize */
+  if (g->has_split) NCCLCHECK(ncclCommDestroy(g->split.comm));
+  NCCLCHECK(ncclCommDestroy(g->world.comm));
+  return NULL;
+}
+
+static void write_counts(int wrank, int wsize, gpu_thr *g, int nthr) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/counts.%d.json", opt.out, wrank);
+  FILE *f = fopen(path, "w");
+  if (!f) app_die("cannot write", path);
+  fprintf(f, "{\"worldRank\":%d,\"worldSize\":%d,\"gpusPerProc\":%d,\"graphReplays\":%d,\"threads\":[",
+          wrank, wsize, nthr, opt.phase_graph ? opt.replays : 0);
+  for (int t = 0; t < nthr; t++) {
+    fprintf(f, "%s\n {\"ncclRank\":%d,\"ncclRanks\":%d,\"device\":%d,\"comms\":[", t ? "," : "",
+            g[t].nccl_rank, g[t].nccl_n, g[t].dev);
+    app_comm *cs[2] = {&g[t].world, &g[t].split};
+    int nc = g[t].has_split ? 2 : 1;
+    for (int c = 0; c < nc; c++) {
+      fprintf(f, "%s\n  {\"name\":\"%s\",\"nranks\":%d,\"rank\":%d,\"funcs\":{", c ? "," : "",
+              cs[c]->name, cs[c]->nranks, cs[c]->rank);
+      int first = 1;
+      for (int fn = 0; fn < NFUNCS; fn++) {
+        app_count *k = &cs[c]->count[fn];
+        if (!k->api) continue;
+        fprintf(f, "%s\"%s\":{\"api\":%llu,\"eager\":%llu,\"eagerBytes\":%llu,\"captured\":%llu,"
+                   "\"capturedBytes\":%llu,\"replayed\":%llu,\"replayedBytes\":%llu}",
+                first ? "" : ",", app_func_name[fn], (unsigned long long)k->api,
+                (unsigned long long)k->eager, (unsigned long long)k->eager_bytes,
+                (unsigned long long)k->captured, (unsigned long long)k->captured_bytes,
+                (unsigned long long)k->replayed, (unsigned long long)k->replayed_bytes);
+        first = 0;
+      }
+      fprintf(f, "}}");
+    }
+    fprintf(f, "]}");
+  }
+  fprintf(f, "]}\n");
+  fclose(f);
+}
+
+static void write_sweep(int n) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/sweep.json", opt.out);
+  FILE *f = fopen(path, "w");
+  if (!f) app_die("cannot write", path);
+  fprintf(f, "{\"nranks\":%d,\"iters\":%d,\"warmup\":%d,\"results\":[", n, opt.iters, opt.warmup);
+  int first = 1;
+  for (int op = 0; op < NOPS; op++) {
+    if (!opt.ops[op] || !g_nsizes[op]) continue;
+    double sum = 0;
+    printf("#\n# %s, %d ranks, %d iterations\n#  %12s %12s %12s %12s\n", app_op_name[op], n,
+           opt.iters, "size(B)", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
+    for (int k = 0; k < g_nsizes[op]; k++) {
+      double us = g_us[op][k];
+      double alg = us > 0 ? (double)g_size[op][k] / (us * 1e3) : 0;
+      double bus = alg * app_busbw_factor(op, n);
+      sum += bus;
+      printf("   %12zu %12.2f %12.2f %12.2f\n", g_size[op][k], us, alg, bus);
+      fprintf(f, "%s\n {\"op\":\"%s\",\"bytes\":%zu,\"time_us\":%.3f,\"algbw\":%.4f,\"busbw\":%.4f}",
+              first ? "" : ",", app_op_name[op], g_size[op][k], us, alg, bus);
+      first = 0;
+    }
+    printf("# %s avg bus bandwidth : %.3f GB/s\n", app_op_name[op], sum / g_nsizes[op]);
+  }
+  fprintf(f, "]}\n");
+  fclose(f);
+}
+
+int main(int argc, char **argv) {
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int wrank, wsize;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+  MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+  int phases[3];
+  const char *const phase_names[3] = {"sweep", "split", "graph"};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v) app_die("missing value after", a);
+    i++;
+    if (!strcmp(a, "--min")) opt.min = parse_size(v);
+    else if (!strcmp(a, "--max")) opt.max = parse_size(v);
+    else if (!strcmp(a, "--factor")) opt.factor = atof(v);
+    else if (!strcmp(a, "--iters")) opt.iters = atoi(v);
+    else if (!strcmp(a, "--warmup")) opt.warmup = atoi(v);
+    else if (!strcmp(a, "--replays")) opt.replays = atoi(v);
+    else if (!strcmp(a, "--gpus-per-proc")) opt.gpp = atoi(v) == 2 ? 2 : 1;
+    else if (!strcmp(a, "--out")) opt.out = v;
+    else if (!strcmp(a, "--ops")) parse_list(v, opt.ops, app_op_name, NOPS);
+    else if (!strcmp(a, "--phases")) {
+      parse_list(v, phases, phase_names, 3);
+      opt.phase_sweep = phases[0]; opt.phase_split = phases[1]; opt.phase_graph = phases[2];
+    } else app_die("unknown option", a);
+  }
+  if (opt.min < 1) opt.min = 1;
+
+  /* local rank picks the GPU(s) */
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, wrank, MPI_INFO_NULL, &local);
+  int lrank;
+  MPI_Comm_rank(local, &lrank);
+  int ndev = 0;
+  CUDACHECK(cudaGetDeviceCount(&ndev));
+
+  ncclUniqueId id;
+  if (wrank == 0) NCCLCHECK(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+
+  gpu_thr g[MAXTHR];
+  memset(g, 0, sizeof g);
+  pthread_t tid[MAXTHR];
+  for (int t = 0; t < opt.gpp; t++) {
+    g[t].t = t;
+    g[t].nccl_n = wsize * opt.gpp;
+    g[t].nccl_rank = wrank * opt.gpp + t;
+    g[t].dev = (lrank * opt.gpp + t) % ndev;
+    g[t].id = id;
+    if (pthread_create(&tid[t], NULL, thr_main, &g[t]) != 0) app_die("pthread_create", "failed");
+  }
+  for (int t = 0; t < opt.gpp; t++) pthread_join(tid[t], NULL);
+
+  write_counts(wrank, wsize, g, opt.gpp);
+  if (wrank == 0 && opt.phase_sweep) write_sweep(wsize * opt.gpp);
+  MPI_Comm_free(&local);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""check_run.py — check collprof's output of a collprof-gpu-app run against
+the app's own counts (test/gpu/run.sh calls it; independent of collprof's
+code: it reads only the JSON files).
+
+  check_run.py APPDIR PROFDIR
+
+APPDIR holds counts.<world rank>.json from the app, PROFDIR collprof's
+rank<R>.jsonl files and summary.json.  Checks, each printed as ok/not ok:
+  - every line of every rank file parses as JSON, and each has its rank record;
+  - per rank and in summary.json: calls of CollApi:<F> / P2pApi:<F> paths =
+    the app's calls of F; calls and bytes of Coll:<F> / P2p:<F> paths = the
+    calls NCCL ran (eager + graph replays; whether a captured call itself
+    gives a Coll event is reported, either is accepted, but one rule must
+    hold for all funcs and ranks);
+  - Coll/P2p paths have GPU time (gpu_ns > 0, gpu_samples > 0) and the rank
+    record counts sampled calls.
+Exit status 1 if a check fails.
+"""
+import glob
+import json
+import os
+import sys
+
+FAILS = 0
+N = 0
+
+
+def check(cond, what):
+    global FAILS, N
+    N += 1
+    print(("ok %d - " if cond else "not ok %d - ") % N + what)
+    if not cond:
+        FAILS += 1
+    return cond
+
+
+def app_counts(appdir):
+    """{world_rank: {func: dict of summed counters}} over threads and comms."""
+    out = {}
+    for f in glob.glob(os.path.join(appdir, "counts.*.json")):
+        d = json.load(open(f))
+        per = {}
+        for t in d["threads"]:
+            for c in t["comms"]:
+                for fn, k in c["funcs"].items():
+                    s = per.setdefault(fn, {})
+                    for key, v in k.items():
+                        s[key] = s.get(key, 0) + v
+        out[d["worldRank"]] = per
+    return out
+
+
+def leaf(p):
+    return p.get("leafType", ""), p.get("leafFunc", "")
+
+
+def sums(paths, ltype, func):
+    calls = sum(p.get("calls", 0) for p in paths if leaf(p) == (ltype, func))
+    byts = sum(p.get("bytes", 0) for p in paths if leaf(p) == (ltype, func))
+    gpu = sum(p.get("gpu_ns", 0) for p in paths if leaf(p) == (ltype, func))
+    smp = sum(p.get("gpu_samples", 0) for p in paths if leaf(p) == (ltype, func))
+    return calls, byts, gpu, smp
+
+
+def compare(label, paths, counts, rules):
+    """Check one set of path records against summed app counts."""
+    for fn, k in sorted(counts.items()):
+        p2p = fn in ("Send", "Recv")
+        api_t = "ncclProfileP2pApi" if p2p else "ncclProfileCollApi"
+        op_t = "ncclProfileP2p" if p2p else "ncclProfileColl"
+        calls, _, _, _ = sums(paths, api_t, fn)
+        check(calls == k["api"], "%s: %s %s calls %d = app's calls %d" %
+              (label, api_t[11:], fn, calls, k["api"]))
+        calls, byts, gpu, smp = sums(paths, op_t, fn)
+        a = (k["eager"] + k["replayed"], k["eagerBytes"] + k["replayedBytes"])
+        b = (a[0] + k["captured"], a[1] + k["capturedBytes"])
+        if (calls, byts) == a:
+            rules.add("captured calls give no Coll/P2p event" if k["captured"] else "-")
+        elif (calls, byts) == b:
+            rules.add("captured calls give a Coll/P2p event at capture" if k["captured"] else "-")
+        check((calls, byts) in (a, b),
+              "%s: %s %s calls %d bytes %d = app's run calls %d bytes %d%s" %
+              (label, op_t[11:], fn, calls, byts, a[0], a[1],
+               " (or %d / %d with the captured ones)" % b if k["captured"] else ""))
+        check(gpu > 0 and smp > 0, "%s: %s %s has GPU time (%d ns from %d samples)" %
+              (label, op_t[11:], fn, gpu, smp))
+
+
+def main():
+    appdir, profdir = sys.argv[1], sys.argv[2]
+    counts = app_counts(appdir)
+    check(len(counts) > 0, "app wrote counts (%d ranks)" % len(counts))
+    files = sorted(glob.glob(os.path.join(profdir, "rank*.jsonl")))
+    check(len(files) == len(counts), "one rank file per rank (%d files, %d ranks)" %
+          (len(files), len(counts)))
+    rules = set()
+    total = {}
+    for f in files:
+        bad = 0
+        recs = []
+        for line in open(f):
+            try:
+                recs.append(json.loads(line))
+            except ValueError:
+                bad += 1
+        check(bad == 0, "%s: all %d lines parse" % (os.path.basename(f), len(recs) + bad))
+        ranks = [r for r in recs if r.get("recordType") == "rank"]
+        if not check(len(ranks) == 1, "%s: one rank record" % os.path.basename(f)):
+            continue
+        rk = ranks[0]
+        wr = rk.get("rank")
+        check(rk.get("gpuSampledCalls", 0) > 0, "rank %s: gpuSampledCalls %s > 0" %
+              (wr, rk.get("gpuSampledCalls")))
+        paths = [r for r in recs if r.get("recordType") == "path"]
+        # the tail may hold local then global path records: keep the last per local id
+        last = {}
+        for p in paths:
+            last[p.get("local")] = p
+        paths = list(last.values())
+        if wr in counts:
+            compare("rank %d" % wr, paths, counts[wr], rules)
+            for fn, k in counts[wr].items():
+                s = total.setdefault(fn, {})
+                for key, v in k.items():
+                    s[key] = s.get(key, 0) + v
+        else:
+            check(False, "%s: rank %s has app counts" % (f, wr))
+    sj = os.path.join(profdir, "summary.json")
+    if check(os.path.exists(sj), "summary.json exists"):
+        s = json.load(open(sj))
+        compare("summary.json", s.get("paths", []), total, rules)
+        check(s.get("gpu_sampled_calls", 0) > 0, "summary.json: gpu_sampled_calls %s > 0" %
+              s.get("gpu_sampled_calls"))
+    rules.discard("-")
+    check(len(rules) <= 1, "one rule for captured calls: %s" % (", ".join(sorted(rules)) or "n/a"))
+    print("# %d checks, %d failed" % (N, FAILS))
+    sys.exit(1 if FAILS else 0)
+
+
+if __name__ == "__main__":
+    main()

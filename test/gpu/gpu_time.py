@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""gpu_time.py — collprof's sampled GPU time per call against the app's
+CUDA-event time per call, per op and size (test/gpu/overhead.sh and
+run.sh call it).
+
+  gpu_time.py SWEEP.json RANKFILE.jsonl [MIN_BYTES]
+
+From the trace in RANKFILE (event records): each Coll's GPU span = latest
+KernelCh gpuStop - earliest gpuStart of the KernelCh records whose
+parentObj is that Coll's eventAddr (the Coll with that address that started
+last before the KernelCh).  Spans are grouped by op and nccl-tests size
+(Coll bytes x nranks for AllGather / ReduceScatter) and their mean is set
+beside SWEEP's time_us for the same op and size.  Sizes >= MIN_BYTES
+(default 1 MiB) must agree within 20%.  Exit 1 if one does not.
+"""
+import bisect
+import json
+import sys
+
+DT = {"ncclInt8": 1, "ncclChar": 1, "ncclUint8": 1, "ncclInt32": 4, "ncclInt": 4,
+      "ncclUint32": 4, "ncclInt64": 8, "ncclUint64": 8, "ncclFloat16": 2, "ncclHalf": 2,
+      "ncclFloat32": 4, "ncclFloat": 4, "ncclFloat64": 8, "ncclDouble": 8, "ncclBfloat16": 2}
+OP = {"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter",
+      "Broadcast": "broadcast", "Reduce": "reduce"}
+
+
+def main():
+    sweep = json.load(open(sys.argv[1]))
+    minb = int(sys.argv[3]) if len(sys.argv) > 3 else 1 << 20
+    n = sweep["nranks"]
+    colls = {}   # eventAddr -> sorted list of (start ts, record)
+    kcs = []
+    for line in open(sys.argv[2]):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if r.get("recordType") != "event":
+            continue
+        t = r.get("type")
+        if t == "ncclProfileColl":
+            colls.setdefault(r.get("eventAddr"), []).append((r["start"]["ts"], r))
+        elif t == "ncclProfileKernelCh":
+            kcs.append(r)
+    for a in list(colls):
+        v = sorted(colls[a], key=lambda x: x[0])
+        colls[a] = ([x[0] for x in v], [x[1] for x in v])
+    span = {}    # id(coll record) -> [min start, max stop, coll record]
+    unmatched = 0
+    for k in kcs:
+        lst = colls.get(k.get("parentObj"))
+        d = k.get("details", {})
+        if not lst or "gpuStart" not in d or "gpuStop" not in d:
+            unmatched += 1
+            continue
+        i = bisect.bisect_right(lst[0], k["start"]["ts"]) - 1
+        if i < 0:
+            unmatched += 1
+            continue
+        c = lst[1][i]
+        s = span.setdefault(id(c), [d["gpuStart"], d["gpuStop"], c])
+        s[0] = min(s[0], d["gpuStart"])
+        s[1] = max(s[1], d["gpuStop"])
+    groups = {}
+    for lo, hi, c in span.values():
+        d = c.get("details", {})
+        op = OP.get(d.get("func", c.get("func")))
+        if not op:
+            continue
+        b = int(d.get("count", 0)) * DT.get(d.get("datatype"), 1)
+        if op in ("allgather", "reducescatter"):
+            b *= n
+        groups.setdefault((op, b), []).append((hi - lo) / 1000.0)
+    print("# %-14s %10s %8s %12s %12s %8s" % ("op", "bytes", "samples", "sampled_us",
+                                             "cudaevent_us", "ratio"))
+    bad = 0
+    checked = 0
+    for r in sweep["results"]:
+        key = (r["op"], r["bytes"])
+        if key not in groups:
+            continue
+        v = groups[key]
+        mean = sum(v) / len(v)
+        ratio = mean / r["time_us"] if r["time_us"] > 0 else 0
+        flag = ""
+        if r["bytes"] >= minb:
+            checked += 1
+            if abs(ratio - 1) > 0.20:
+                bad += 1
+                flag = "  > 20%"
+        print("  %-14s %10d %8d %12.2f %12.2f %8.3f%s" % (r["op"], r["bytes"], len(v), mean,
+                                                         r["time_us"], ratio, flag))
+    print("# KernelCh records without a Coll: %d; sizes >= %d compared: %d, outside 20%%: %d" %
+          (unmatched, minb, checked, bad))
+    sys.exit(1 if bad or checked == 0 else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+#!/bin/bash
+# overhead.sh — what profiling costs NCCL, measured side by side in one run
+# on a GPU host (after `. .gpu-kit/env.sh`).
+#
+#   test/gpu/overhead.sh [NP [REPS]]        default: 2 ranks, 3 repetitions
+#
+# Four configurations, alternated REPS times (so drift hits each alike):
+#   none          NCCL_PROFILER_PLUGIN=none
+#   collprof      collprof defaults (MPI library preloaded)
+#   collprof-all  collprof, NCCL_PROFILE_EVENT_MASK=4095 COLLPROF_GPU_SAMPLE=1
+#   noop-all      the do-nothing plugin, NCCL_PROFILE_EVENT_MASK=4095
+# Each run: collprof-gpu-app --phases sweep (OPS, default allreduce, 8 B to
+# 64 MiB, x2, ITERS=200 timed calls per size).  overhead_report.py prints
+# mean bus bandwidth and latency per size, medians over repetitions, ratios
+# to "none", and the noise floor (spread among the "none" repetitions);
+# gpu_time.py compares collprof's sampled GPU time with the app's CUDA-event
+# time.  Outputs stay in $RUN_OUT.
+set -u
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+B=${COLLPROF_BUILD:-$TOP/build}
+NP=${1:-2}
+REPS=${2:-3}
+ITERS=${ITERS:-200}
+OPS=${OPS:-allreduce}
+APP=$B/bin/collprof-gpu-app
+PLUGIN=$B/lib/libcollprof.so
+MPILIB=$B/lib/libcollprof-mpi.so
+NOOP=$B/lib/libnccl-profiler-noop.so
+RUN_OUT=${RUN_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/collprof-overhead.XXXXXX")}
+MPIRUN=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
+export NCCL_NVLS_ENABLE=0
+for f in "$APP" "$PLUGIN" "$MPILIB" "$NOOP"; do
+  [ -e "$f" ] || { echo "overhead.sh: missing $f"; exit 1; }
+done
+
+config_env() {
+  case $1 in
+    none) echo "-x NCCL_PROFILER_PLUGIN=none" ;;
+    collprof) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN" ;;
+    collprof-all) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1" ;;
+    noop-all) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095" ;;
+  esac
+}
+
+configs=(none collprof collprof-all noop-all)
+for rep in $(seq 1 "$REPS"); do
+  for c in "${configs[@]}"; do
+    d=$RUN_OUT/$c.$rep
+    mkdir -p "$d/app"
+    # shellcheck disable=SC2046
+    $MPIRUN -np "$NP" -x NCCL_NVLS_ENABLE=0 $(config_env "$c") -x COLLPROF_OUTPUT_DIR="$d/prof" \
+      -x COLLPROF_QUIET=1 "$APP" --phases sweep --ops "$OPS" --iters "$ITERS" --warmup 20 \
+      --out "$d/app" >"$d/app.log" 2>&1 || echo "overhead.sh: $c.$rep exited $?"
+    echo "# $c rep $rep: $(grep 'avg bus bandwidth' "$d/app.log" | tr '\n' ' ')"
+  done
+done
+python3 "$TOP/test/gpu/overhead_report.py" "$RUN_OUT" "$NP" "${configs[@]}"
+rc=$?
+for c in collprof collprof-all; do
+  echo "== sampled GPU time vs CUDA events: $c.1"
+  python3 "$TOP/test/gpu/gpu_time.py" "$RUN_OUT/$c.1/app/sweep.json" "$RUN_OUT/$c.1/prof/rank0.jsonl" ||
+    rc=$((rc + 1))
+done
+exit $rc

@@ -1,0 +1,61 @@
+#!/bin/bash
+# run.sh — collprof on real GPUs: collprof-gpu-app under collprof (MPI
+# library preloaded), checked against the app's own counts.  For a GPU host
+# (test/gpu.t runs it; see ../shared/gpu/README.md: `. .gpu-kit/env.sh`).
+#
+#   test/gpu/run.sh [NP ...]       default: 2 and 4 (those the GPUs allow)
+#
+# For each NP: the app with every phase (sweep of all ops, split
+# communicator, CUDA graph) on NP ranks, one GPU each, then check_run.py
+# (exact calls per Coll/P2p path and bytes, GPU times, every rank file
+# parses) and gpu_time.py (sampled vs CUDA-event time, sizes >= 1 MiB).
+# Then, when there are 2 GPUs or more, one process driving 2 GPUs from two
+# threads.  Output folders stay in $RUN_OUT (default a temporary folder).
+# Exit status: number of failed steps.
+set -u
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+B=${COLLPROF_BUILD:-$TOP/build}
+APP=$B/bin/collprof-gpu-app
+PLUGIN=$B/lib/libcollprof.so
+MPILIB=$B/lib/libcollprof-mpi.so
+RUN_OUT=${RUN_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/collprof-gpu.XXXXXX")}
+MPIRUN=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
+export NCCL_NVLS_ENABLE=0
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+fail=0
+for f in "$APP" "$PLUGIN" "$MPILIB"; do
+  [ -e "$f" ] || { echo "run.sh: missing $f"; exit 1; }
+done
+nps=("$@")
+[ ${#nps[@]} -gt 0 ] || nps=(2 4)
+
+# one run: NAME NP APP-ARGS...
+run() {
+  local name=$1 np=$2; shift 2
+  local d=$RUN_OUT/$name
+  mkdir -p "$d/app"
+  echo "== $name: $np process(es): $APP $*"
+  # shellcheck disable=SC2086
+  $MPIRUN -np "$np" -x NCCL_NVLS_ENABLE=0 -x LD_PRELOAD="$MPILIB" \
+    -x NCCL_PROFILER_PLUGIN="$PLUGIN" -x COLLPROF_OUTPUT_DIR="$d/prof" -x COLLPROF_QUIET=1 \
+    "$APP" --out "$d/app" "$@" >"$d/app.log" 2>&1
+  local rc=$?
+  tail -n 40 "$d/app.log" | grep -v '^ ' | sed 's/^/   /' | tail -n 12
+  if [ $rc -ne 0 ]; then echo "not ok - $name: app exited $rc"; fail=$((fail + 1)); return; fi
+  python3 "$TOP/test/gpu/check_run.py" "$d/app" "$d/prof" || fail=$((fail + 1))
+}
+
+for np in "${nps[@]}"; do
+  if [ "$np" -gt "$ngpu" ]; then echo "# skip $np ranks: $ngpu GPU(s)"; continue; fi
+  run "np$np" "$np" --iters 20 --warmup 5
+  if [ -e "$RUN_OUT/np$np/app/sweep.json" ]; then
+    echo "== np$np: sampled GPU time vs CUDA events (COLLPROF_GPU_SAMPLE default)"
+    python3 "$TOP/test/gpu/gpu_time.py" "$RUN_OUT/np$np/app/sweep.json" \
+      "$RUN_OUT/np$np/prof/rank0.jsonl" || fail=$((fail + 1))
+  fi
+done
+if [ "$ngpu" -ge 2 ]; then
+  run threads2 1 --gpus-per-proc 2 --iters 10 --warmup 2 --max 4M
+fi
+echo "# run.sh: $fail failed step(s); outputs in $RUN_OUT"
+exit $fail

@@ -1,0 +1,48 @@
+#!/bin/bash
+# gpu_sampling.t — GPU sampling through the live activation mask, on CPU:
+# captures replayed through libcollprof.so by collprof-replay (which
+# emulates NCCL's live mask per API call) with the default mask and
+# COLLPROF_GPU_SAMPLE=N; the number of sampled API calls (rank record
+# gpuSampledCalls) and the calls per Coll/P2p path that got KernelCh
+# (gpu_samples) must be what gpu_sampling_oracle.py computes from the rule.
+. "$(dirname "$0")/tap.sh"
+REPLAY=$BIN/collprof-replay
+PLUGIN=$LIB/libcollprof.so
+[ -x "$REPLAY" ] && [ -e "$PLUGIN" ] || skip_all "collprof-replay or libcollprof.so not built"
+command -v python3 >/dev/null || skip_all "no python3"
+
+# plugin's answer: {"sampled_calls":..,"paths":{coll/p2p path: gpu_samples>0}}
+plugin_view() {
+  python3 - "$1" <<'EOF'
+import glob, json, os, sys
+paths, sc = {}, None
+for f in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
+    last = {}
+    for line in open(f):
+        r = json.loads(line)
+        if r.get("recordType") == "path":
+            last[r["local"]] = r
+        elif r.get("recordType") == "rank":
+            sc = r.get("gpuSampledCalls")
+    for p in last.values():
+        if p["leafType"] in ("ncclProfileColl", "ncclProfileP2p") and p.get("gpu_samples", 0) > 0:
+            paths[p["path"]] = p["gpu_samples"]
+print(json.dumps({"sampled_calls": sc, "paths": dict(sorted(paths.items()))}, sort_keys=True))
+EOF
+}
+
+for sc in ar_nvlink sendrecv ar_grouped; do
+  cap=$FIX/$sc/p0.jsonl
+  [ -e "$cap" ] || { skip "$sc: no capture"; continue; }
+  for n in 1 4 16 0; do
+    out=$T/$sc.$n
+    env -u NCCL_PROFILE_EVENT_MASK COLLPROF_GPU_SAMPLE=$n COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 \
+      COLLPROF_TRACE=0 "$REPLAY" --no-mpi --plugin "$PLUGIN" "$cap" >"$T/log" 2>&1
+    got=$(plugin_view "$out" 2>&1)
+    w1=$(python3 "$TOP/test/gpu_sampling_oracle.py" "$cap" "$n" start)
+    w2=$(python3 "$TOP/test/gpu_sampling_oracle.py" "$cap" "$n" stop)
+    if [ "$got" == "$w2" ] && [ "$w1" != "$w2" ]; then want=$w2; else want=$w1; fi
+    is "$got" "$want" "$sc, COLLPROF_GPU_SAMPLE=$n: sampled calls and paths with samples"
+  done
+done
+done_testing

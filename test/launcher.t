@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# launcher.t — the `collprof` launcher: options reach the program's
+# environment, bad options exit 2 without starting the program, the user's
+# LD_PRELOAD is kept (ours prepended), MPI programs get libcollprof-mpi.so
+# and others libcollprof.so, --help/--version/--list-events work.
+#
+# Most checks point COLLPROF_LIBDIR at tiny stand-in libraries built here,
+# so they test the launcher alone; one check uses the real build's lib/.
+. "$(dirname "$0")/tap.sh"
+CP=$BIN/collprof
+[ -x "$CP" ] || skip_all "no $CP (build first)"
+cd "$T" || exit 1
+# A sanitized launcher started with the user's LD_PRELOAD would refuse to run
+# because its runtime is not first in the library list; that is the
+# sanitizer's rule, not the launcher's.
+[ -n "${SAN:-}" ] && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+
+# Stand-in libraries (valid ELF, so ld.so preloads them without noise).
+mkdir -p fake
+echo 'int cp_stand_in;' | gcc -shared -fPIC -x c - -o fake/libcollprof.so
+cp fake/libcollprof.so fake/libcollprof-mpi.so
+FAKE=$(cd fake && pwd -P)
+USERLIB=$(gcc -print-file-name=libm.so.6)
+USERLIB=$(readlink -f "$USERLIB")
+# The program: prints its environment and arguments, leaves a marker.
+cat >prog <<'EOF'
+#!/bin/sh
+touch "$(dirname "$0")/started"
+env
+for a in "$@"; do echo "ARG=$a"; done
+EOF
+chmod +x prog
+run() { rm -f started; COLLPROF_LIBDIR=$FAKE "$CP" "$@" >out 2>err; echo $? >rc; }
+val() { sed -n "s/^$1=//p" out | head -n 1; }
+
+# --help, --version, --list-events
+"$CP" --help >out 2>err
+is "$?" 0 "--help exits 0"
+ok "--help shows the usage and every option" bash -c \
+  'grep -q "^Usage: collprof \[options\] \[--\] program" out && for o in --output --events --trace --no-trace --gpu-sample --periods --rank-logs --capture --quiet --mpi --no-mpi --list-events --help --version; do grep -q -- "$o" out || { echo "missing $o"; exit 1; }; done'
+ver=$(sed -n 's/^#define COLLPROF_VERSION "\(.*\)"/\1/p' "$TOP/include/collprof.h")
+is "$("$CP" --version)" "collprof $ver" "--version prints COLLPROF_VERSION"
+"$CP" --list-events >out 2>err
+is "$?" 0 "--list-events exits 0"
+ok "--list-events names every type with its bit" bash -c '
+  set -e; v=1
+  for n in Group Coll P2p ProxyOp ProxyStep ProxyCtrl KernelCh NetPlugin GroupApi CollApi P2pApi KernelLaunch; do
+    grep -Eq "^ +$n +0x[0-9a-f]+ +$v " out || { echo "no $n = $v"; exit 1; }; v=$((v * 2)); done'
+def=$((4095 & ~64))
+ok "--list-events gives the default mask ($def) and KernelCh sampling 1 in 16" \
+  bash -c "grep -q 'Default mask: .*($def)' out && grep -q '1 API call in 16' out"
+
+# Options reach the environment.
+run -o outdir -e Coll,P2p --no-trace --gpu-sample 4 --periods 1.5:2:3 --rank-logs 0,2-3 \
+    --capture -q -- ./prog
+is "$(cat rc)" 0 "program runs"
+is "$(val COLLPROF_OUTPUT_DIR)" "$(pwd)/outdir" "-o: COLLPROF_OUTPUT_DIR, made absolute"
+is "$(val NCCL_PROFILE_EVENT_MASK)" "$((2 | 4))" "-e Coll,P2p: mask 6"
+is "$(val COLLPROF_TRACE)" 0 "--no-trace: COLLPROF_TRACE=0"
+is "$(val COLLPROF_GPU_SAMPLE)" 4 "--gpu-sample 4"
+is "$(val COLLPROF_PERIODS)" 1.5:2:3 "--periods"
+is "$(val COLLPROF_RANK_LOGS)" 0,2-3 "--rank-logs"
+is "$(val COLLPROF_CAPTURE)" 1 "--capture"
+is "$(val COLLPROF_QUIET)" 1 "-q"
+is "$(val NCCL_PROFILER_PLUGIN)" "$FAKE/libcollprof.so" "NCCL_PROFILER_PLUGIN: absolute path of libcollprof.so"
+run --events=kernelch,COLL,ncclProfileProxyOp ./prog
+is "$(val NCCL_PROFILE_EVENT_MASK)" "$((64 | 2 | 8))" "-e names are case-insensitive, ncclProfile prefix allowed"
+run -e 0xfff ./prog
+is "$(val NCCL_PROFILE_EVENT_MASK)" 4095 "-e 0xfff"
+run -e 4031 ./prog
+is "$(val NCCL_PROFILE_EVENT_MASK)" 4031 "-e 4031 (decimal)"
+run -e all ./prog
+is "$(val NCCL_PROFILE_EVENT_MASK)" 4095 "-e all"
+run --trace ./prog
+is "$(val COLLPROF_TRACE)" 1 "--trace: COLLPROF_TRACE=1"
+rm -f started; COLLPROF_TRACE=0 COLLPROF_GPU_SAMPLE=7 COLLPROF_LIBDIR=$FAKE "$CP" ./prog >out 2>&1
+is "$(val COLLPROF_TRACE),$(val COLLPROF_GPU_SAMPLE)" "0,7" "variables set by the user pass through"
+rm -f started; COLLPROF_TRACE=0 COLLPROF_LIBDIR=$FAKE "$CP" --trace ./prog >out 2>&1
+is "$(val COLLPROF_TRACE)" 1 "an option overrides the variable"
+run ./prog -o x --no-trace -- y
+is "$(grep ^ARG= out | tr '\n' ' ')" "ARG=-o ARG=x ARG=--no-trace ARG=-- ARG=y " \
+  "options after the program are the program's"
+
+# LD_PRELOAD: the user's is kept, ours prepended, never twice.
+rm -f started; LD_PRELOAD=$USERLIB COLLPROF_LIBDIR=$FAKE "$CP" --no-mpi ./prog >out 2>err
+is "$(val LD_PRELOAD)" "$FAKE/libcollprof.so:$USERLIB" "LD_PRELOAD kept, libcollprof.so prepended"
+rm -f started; LD_PRELOAD="$FAKE/libcollprof.so $USERLIB" COLLPROF_LIBDIR=$FAKE "$CP" --no-mpi ./prog >out 2>err
+is "$(val LD_PRELOAD)" "$FAKE/libcollprof.so $USERLIB" "LD_PRELOAD already naming ours: unchanged"
+run ./prog
+is "$(val LD_PRELOAD)" "$FAKE/libcollprof.so" "no LD_PRELOAD before: just ours"
+
+# MPI or not.
+run --mpi ./prog
+is "$(val LD_PRELOAD)" "$FAKE/libcollprof-mpi.so" "--mpi preloads libcollprof-mpi.so"
+rm -f started; OMPI_COMM_WORLD_SIZE=2 COLLPROF_LIBDIR=$FAKE "$CP" ./prog >out 2>err
+is "$(val LD_PRELOAD)" "$FAKE/libcollprof-mpi.so" "under mpirun (OMPI_COMM_WORLD_SIZE): MPI layer"
+rm -f started; PMIX_RANK=0 COLLPROF_LIBDIR=$FAKE "$CP" --no-mpi ./prog >out 2>err
+is "$(val LD_PRELOAD)" "$FAKE/libcollprof.so" "--no-mpi wins over the launcher variables"
+rm -f started; COLLPROF_MPI=1 COLLPROF_LIBDIR=$FAKE "$CP" ./prog >out 2>err
+is "$(val LD_PRELOAD)" "$FAKE/libcollprof-mpi.so" "COLLPROF_MPI=1"
+printf '#include <stdio.h>\n#include <stdlib.h>\nint main(void){const char*p=getenv("LD_PRELOAD");printf("LD_PRELOAD=%%s\\n",p?p:"");return 0;}\n' >plain.c
+gcc plain.c -o plain
+printf '#include <mpi.h>\n#include <stdio.h>\n#include <stdlib.h>\nint main(void){int f;MPI_Initialized(&f);const char*p=getenv("LD_PRELOAD");printf("LD_PRELOAD=%%s\\n",p?p:"");return f;}\n' >withmpi.c
+if mpicc withmpi.c -o withmpi 2>err; then
+  run ./withmpi
+  is "$(val LD_PRELOAD)" "$FAKE/libcollprof-mpi.so" "a program linking libmpi is detected (DT_NEEDED)"
+else
+  skip "mpicc failed: $(head -n 1 err)"
+fi
+run ./plain
+is "$(val LD_PRELOAD)" "$FAKE/libcollprof.so" "a program without libmpi gets the plugin only"
+rm -f fake2/libcollprof-mpi.so; mkdir -p fake2; cp fake/libcollprof.so fake2/
+rm -f started; COLLPROF_LIBDIR=$T/fake2 "$CP" --mpi ./prog >out 2>err
+is "$(val LD_PRELOAD)" "$(cd fake2 && pwd -P)/libcollprof.so" "MPI layer missing: plugin only, with a warning"
+ok "... the warning names the missing library" grep -q "libcollprof-mpi.so missing" err
+
+# Bad options: exit 2, usage on stderr, the program not started.
+bad() { # name, args...
+  local name=$1; shift
+  run "$@" ./prog
+  local rc; rc=$(cat rc)
+  if [ "$rc" = 2 ] && [ ! -e started ] && grep -q '^Usage: collprof' err; then
+    _tap_report 0 "bad: $name"
+  else
+    _tap_report 1 "bad: $name"; echo "# rc=$rc started=$([ -e started ] && echo yes || echo no)"; sed 's/^/# /' err | head -n 3
+  fi
+}
+bad "unknown option" --bogus
+bad "unknown short option" -x
+bad "unknown event name" -e Coll,Foo
+bad "empty event item" -e Coll,,P2p
+bad "event number too large" -e 0x100000000
+bad "negative gpu-sample" --gpu-sample -1
+bad "gpu-sample not a number" --gpu-sample x
+bad "periods without duration" --periods 1
+bad "periods not numbers" --periods a:b
+bad "periods zero duration" --periods 1:0
+bad "periods bad repeat" --periods 1:2:x
+bad "rank-logs reversed range" --rank-logs 3-1
+bad "rank-logs word" --rank-logs some
+bad "empty output" -o ''
+run --gpu-sample
+is "$(cat rc)" 2 "bad: missing value exits 2"
+run -q
+is "$(cat rc)" 2 "bad: no program exits 2"
+
+# The program cannot be run.
+run ./no-such-program
+is "$(cat rc)" 127 "program not found: 127"
+ok "... with a message" grep -q "no-such-program: command not found" err
+run no-such-program-in-path
+is "$(cat rc)" 127 "not found in PATH: 127"
+echo "not executable" >noexec
+run ./noexec
+is "$(cat rc)" 126 "not executable: 126"
+rm -f started; (cd /tmp && COLLPROF_LIBDIR=$FAKE PATH="$T:$PATH" "$CP" prog >"$T/out" 2>"$T/err")
+ok "program found through PATH" test -e started
+
+# The real build: libraries found next to the launcher.
+if [ -n "${SAN:-}" ]; then
+  skip "sanitized libcollprof.so cannot be preloaded into an uninstrumented program"
+elif [ -e "$LIB/libcollprof.so" ]; then
+  rm -f started; "$CP" -q --no-mpi -o "$T/real" -- ./plain >out 2>err
+  is "$(val LD_PRELOAD)" "$(readlink -f "$LIB/libcollprof.so")" "libraries found in <bindir>/../lib"
+else
+  skip "no $LIB/libcollprof.so"
+fi
+done_testing

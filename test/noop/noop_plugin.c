@@ -1,0 +1,100 @@
+/*
+ * noop_plugin.c — the do-nothing NCCL profiler plugin (libnccl-profiler-noop.so).
+ *
+ * Two uses: collprof-replay is developed and tested against it when the real
+ * plugin is not there, and it is the floor that collprof-bench compares the
+ * real plugin with (what a callback costs when the plugin does nothing).
+ *
+ * Exports ncclProfiler_v5 and ncclProfiler_v4.  Every function returns
+ * success; startEvent hands out a distinct non-NULL handle (a per-thread
+ * counter tagged with a thread number: no shared cache line, no atomics on
+ * the hot path) and init a distinct non-NULL context.  init sets the
+ * activation mask NCCL passes (NCCL_PROFILE_EVENT_MASK, default 4095): left at
+ * NCCL's 0 no callback would ever arrive, and a floor that receives nothing
+ * measures nothing.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include "nccl_profiler_abi.h"
+
+#define NOOP_EXPORT __attribute__((visibility("default")))
+
+static atomic_uint_fast64_t noop_next_thread = 1;
+static atomic_uint_fast64_t noop_next_ctx = 1;
+static _Thread_local uint64_t noop_thread_tag; /* thread number << 40 */
+static _Thread_local uint64_t noop_counter;
+
+static int noop_mask_from_env(void) {
+  const char *s = getenv("NCCL_PROFILE_EVENT_MASK");
+  if (!s || !*s) return NCCL_PROFILE_ALL_EVENTS;
+  char *end = NULL;
+  long v = strtol(s, &end, 0);
+  if (*end || v < 0 || v > 0x7fffffff) return NCCL_PROFILE_ALL_EVENTS;
+  return (int)v;
+}
+
+static void noop_set_ctx(void **context, int *mask) {
+  if (context) *context = (void *)(uintptr_t)(atomic_fetch_add(&noop_next_ctx, 1) << 4);
+  if (mask) __atomic_store_n(mask, noop_mask_from_env(), __ATOMIC_RELAXED);
+}
+
+static ncclResult_t noop_init_v5(void **context, uint64_t commId, int *mask,
+                                 const char *commName, int nNodes, int nranks,
+                                 int rank, ncclDebugLogger_t logfn) {
+  (void)commId; (void)commName; (void)nNodes; (void)nranks; (void)rank; (void)logfn;
+  noop_set_ctx(context, mask);
+  return NCCL_OK;
+}
+
+static ncclResult_t noop_init_v4(void **context, int *mask, const char *commName,
+                                 uint64_t commHash, int nNodes, int nranks,
+                                 int rank, ncclDebugLogger_t logfn) {
+  (void)commName; (void)commHash; (void)nNodes; (void)nranks; (void)rank; (void)logfn;
+  noop_set_ctx(context, mask);
+  return NCCL_OK;
+}
+
+static inline void *noop_handle(void) {
+  if (!noop_thread_tag)
+    noop_thread_tag = atomic_fetch_add(&noop_next_thread, 1) << 40;
+  return (void *)(uintptr_t)(noop_thread_tag | ((++noop_counter) << 4));
+}
+
+static ncclResult_t noop_start_v5(void *context, void **eHandle,
+                                  ncclProfilerEventDescr_v5_t *d) {
+  (void)context; (void)d;
+  if (eHandle) *eHandle = noop_handle();
+  return NCCL_OK;
+}
+
+static ncclResult_t noop_start_v4(void *context, void **eHandle,
+                                  ncclProfilerEventDescr_v4_t *d) {
+  (void)context; (void)d;
+  if (eHandle) *eHandle = noop_handle();
+  return NCCL_OK;
+}
+
+static ncclResult_t noop_stop(void *eHandle) { (void)eHandle; return NCCL_OK; }
+
+static ncclResult_t noop_state_v5(void *eHandle, ncclProfilerEventState_v5_t s,
+                                  ncclProfilerEventStateArgs_v5_t *a) {
+  (void)eHandle; (void)s; (void)a;
+  return NCCL_OK;
+}
+
+static ncclResult_t noop_state_v4(void *eHandle, ncclProfilerEventState_v4_t s,
+                                  ncclProfilerEventStateArgs_v4_t *a) {
+  (void)eHandle; (void)s; (void)a;
+  return NCCL_OK;
+}
+
+static ncclResult_t noop_finalize(void *context) { (void)context; return NCCL_OK; }
+
+NOOP_EXPORT ncclProfiler_v5_t ncclProfiler_v5 = {
+  "noop", noop_init_v5, noop_start_v5, noop_stop, noop_state_v5, noop_finalize,
+};
+
+NOOP_EXPORT ncclProfiler_v4_t ncclProfiler_v4 = {
+  "noop", noop_init_v4, noop_start_v4, noop_stop, noop_state_v4, noop_finalize,
+};

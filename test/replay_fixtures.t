@@ -1,0 +1,117 @@
+#!/bin/bash
+# replay_fixtures.t — every real NCCL capture replayed through libcollprof.so
+# with collprof-replay; what the plugin wrote (path records, event records,
+# state records, KernelCh GPU time) must equal what test/oracle.py computes
+# from the same capture with code that shares nothing with collprof.
+#
+# Cases: all scenarios and pN files at the capture's mask; again with
+# COLLPROF_POOL_SIZE=4 (slots reused constantly); --api v4 (a v4 plugin's
+# view); and mask emulation (ar_nvlink at NCCL_PROFILE_EVENT_MASK=2).
+. "$(dirname "$0")/tap.sh"
+
+REPLAY=$BIN/collprof-replay
+PLUGIN=$LIB/libcollprof.so
+[ -x "$REPLAY" ] || skip_all "no $REPLAY (make first)"
+[ -e "$PLUGIN" ] || skip_all "no $PLUGIN"
+ls "$FIX"/*/p*.jsonl >/dev/null 2>&1 || skip_all "no fixtures in $FIX"
+command -v python3 >/dev/null || skip_all "no python3"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+unset NCCL_PROFILER_PLUGIN COLLPROF_PERIODS COLLPROF_TRACE COLLPROF_POOL_SIZE
+export COLLPROF_QUIET=1
+TD=$TOP/test
+n=0
+
+# report RESULTS KEY DESC: one TAP result from a line of compare_counts.py
+report() {
+  local line
+  line=$(awk -v k="$2" '$1 == k' "$1")
+  if [ "$line" == "$2 ok" ]; then _tap_report 0 "$3"
+  else _tap_report 1 "$3"; echo "#   ${line:-no result for $2}"; fi
+}
+
+# run_case NAME FILE ORACLE_ARGS -- ENV... -- REPLAY_ARGS...
+# Replays FILE, then checks the output against oracle.py FILE ORACLE_ARGS.
+run_case() {
+  local name=$1 f=$2 oargs=$3; shift 3
+  local envs=() rargs=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  [ "${1:-}" == "--" ] && shift
+  rargs=("$@")
+  n=$((n + 1))
+  local d=$T/case$n out
+  mkdir -p "$d/out"
+  python3 "$TD/oracle.py" "$f" $oargs >"$d/oracle.json"
+  local mask
+  mask=$(sed -n 's/.*"mask": \([0-9]*\).*/\1/p' "$d/oracle.json")
+  env NCCL_PROFILE_EVENT_MASK="$mask" COLLPROF_GPU_SAMPLE=1 COLLPROF_OUTPUT_DIR="$d/out" "${envs[@]}" \
+    "$REPLAY" --no-mpi --plugin "$PLUGIN" "${rargs[@]}" "$f" >"$d/stdout" 2>"$d/stderr"
+  local rc=$?
+  is "$rc" 0 "$name: replay exits 0"
+  [ $rc -eq 0 ] || sed 's/^/#   /' "$d/stderr" | head -n 20
+  out=$(ls "$d"/out/pid*.jsonl 2>/dev/null | head -n 1)
+  if [ -z "$out" ]; then
+    _tap_report 1 "$name: plugin wrote pid<PID>.jsonl"; ls -la "$d/out" | sed 's/^/#   /'
+    return
+  fi
+  python3 "$TD/compare_counts.py" --save "$d/actual.json" "$d/oracle.json" "$out" bad_lines paths \
+    paths=event_paths states path_states kernelch_gpu_ns kernelch_gpu_ns=event_kernelch_gpu_ns \
+    path_gpu_ns >"$d/cmp.txt"
+  report "$d/cmp.txt" bad_lines "$name: every line parses as JSON"
+  report "$d/cmp.txt" paths "$name: path records (calls per path) = oracle"
+  report "$d/cmp.txt" paths=event_paths "$name: event records per path = oracle"
+  report "$d/cmp.txt" states "$name: state records = oracle"
+  report "$d/cmp.txt" path_states "$name: states per path = oracle"
+  report "$d/cmp.txt" kernelch_gpu_ns "$name: KernelCh GPU ns (path records) = oracle"
+  report "$d/cmp.txt" kernelch_gpu_ns=event_kernelch_gpu_ns "$name: KernelCh GPU ns (event records) = oracle"
+  report "$d/cmp.txt" path_gpu_ns "$name: KernelCh GPU ns per path = oracle"
+}
+
+for f in "$FIX"/*/p*.jsonl; do
+  s=$(basename "$(dirname "$f")")/$(basename "$f" .jsonl)
+  run_case "$s" "$f" ""
+done
+
+# Tiny pools: every slot is handed out again and again while children still
+# name their parents.
+for f in "$FIX"/*/p0.jsonl "$FIX"/ag4_net/p3.jsonl; do
+  s=$(basename "$(dirname "$f")")/$(basename "$f" .jsonl)
+  run_case "$s pool=4" "$f" "" COLLPROF_POOL_SIZE=4
+done
+
+# A v4 plugin's view (NCCL 2.27): no API events, Coll/P2p under Group.
+for s in ar_nvlink sendrecv ar_net; do
+  [ -e "$FIX/$s/p0.jsonl" ] || continue
+  run_case "$s/p0 --api v4" "$FIX/$s/p0.jsonl" "--api v4" -- --api v4
+done
+
+# Mask emulation: Coll only.  NCCL still sends the ancestors Coll needs.
+for p in p0 p1; do
+  [ -e "$FIX/ar_nvlink/$p.jsonl" ] || continue
+  run_case "ar_nvlink/$p mask=2" "$FIX/ar_nvlink/$p.jsonl" "--mask 2" COLLPROF_GPU_SAMPLE=0
+done
+
+# Loading the way NCCL does (NCCL_PROFILER_PLUGIN), with the do-nothing
+# plugin where collprof's output would get in the way.
+F1=$FIX/ar_nvlink/p0.jsonl
+NOOP=$LIB/libnccl-profiler-noop.so
+summary() { sed -n 's/^collprof-replay: callbacks \([0-9]*\), events started \([0-9]*\).*/\1 \2/p' "$1"; }
+mkdir -p "$T/load/none" "$T/load/default"
+NCCL_PROFILER_PLUGIN=none COLLPROF_OUTPUT_DIR="$T/load/none" "$REPLAY" --no-mpi "$F1" 2>"$T/load/none.err"
+is "$(summary "$T/load/none.err")" "0 0" "NCCL_PROFILER_PLUGIN=none: no callback at all"
+env -u NCCL_PROFILER_PLUGIN NCCL_PROFILE_EVENT_MASK=4095 COLLPROF_OUTPUT_DIR="$T/load/default" \
+  "$REPLAY" --no-mpi "$F1" 2>"$T/load/default.err"
+ok "unset: falls back to ../lib/libcollprof.so next to the binary" test -n "$(ls "$T/load/default"/pid*.jsonl 2>/dev/null)"
+if [ -e "$NOOP" ]; then
+  starts=$(python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["cb"]=="start"))' "$F1")
+  NCCL_PROFILER_PLUGIN=$NOOP NCCL_PROFILE_EVENT_MASK=4095 "$REPLAY" --no-mpi "$F1" 2>"$T/load/abs.err"
+  is "$(summary "$T/load/abs.err")" "$(wc -l <"$F1" | tr -d ' ') $starts" "NCCL_PROFILER_PLUGIN=<path>: every recorded callback replayed"
+  LD_LIBRARY_PATH=$LIB NCCL_PROFILER_PLUGIN=noop NCCL_PROFILE_EVENT_MASK=4095 "$REPLAY" --no-mpi "$F1" 2>"$T/load/short.err"
+  is "$(summary "$T/load/short.err")" "$(wc -l <"$F1" | tr -d ' ') $starts" "NCCL_PROFILER_PLUGIN=noop: libnccl-profiler-noop.so"
+  NCCL_PROFILER_PLUGIN=$NOOP NCCL_PROFILE_EVENT_MASK=0 "$REPLAY" --no-mpi "$F1" 2>"$T/load/mask0.err"
+  is "$(summary "$T/load/mask0.err")" "2 0" "mask 0: only init and finalize, no event callback"
+else
+  skip "no $NOOP"; skip "no $NOOP"; skip "no $NOOP"
+fi
+
+done_testing

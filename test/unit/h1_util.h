@@ -1,0 +1,87 @@
+/*
+ * h1_util.h — helpers for the recording-core unit tests: drive the plugin
+ * through its exported ncclProfiler_v5 table exactly as NCCL does, and find
+ * paths in a snapshot by their string.
+ */
+#ifndef COLLPROF_TEST_H1_UTIL_H
+#define COLLPROF_TEST_H1_UTIL_H
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "nccl_profiler_abi.h"
+#include "collprof.h"
+
+extern ncclProfiler_v5_t ncclProfiler_v5;
+extern ncclProfiler_v4_t ncclProfiler_v4;
+
+/* Quiet, trace-free, files in a private folder (before the first call). */
+static inline void h1_env(const char *pool_size) {
+  char dir[] = "/tmp/collprof-h1-XXXXXX";
+  const char *d = getenv("COLLPROF_OUTPUT_DIR");
+  if (!d) { d = mkdtemp(dir); if (d) setenv("COLLPROF_OUTPUT_DIR", d, 1); }
+  setenv("COLLPROF_TRACE", "0", 0);
+  setenv("COLLPROF_QUIET", "1", 0);
+  setenv("NCCL_PROFILE_EVENT_MASK", "4095", 0);
+  if (pool_size) setenv("COLLPROF_POOL_SIZE", pool_size, 1);
+}
+
+static int h1_mask;
+static inline void *h1_init(uint64_t comm_id, int rank) {
+  void *ctx = NULL;
+  ncclProfiler_v5.init(&ctx, comm_id, &h1_mask, "h1", 1, 2, rank, NULL);
+  return ctx;
+}
+
+static inline void *h1_start(void *ctx, uint64_t type, void *parent, const char *func) {
+  ncclProfilerEventDescr_v5_t d;
+  memset(&d, 0, sizeof d);
+  d.type = type;
+  d.parentObj = parent;
+  switch (type) {
+  case ncclProfileCollApi: d.collApi.func = func; d.collApi.count = 8; d.collApi.datatype = "ncclFloat32"; break;
+  case ncclProfileP2pApi: d.p2pApi.func = func; d.p2pApi.count = 8; d.p2pApi.datatype = "ncclInt8"; break;
+  case ncclProfileColl: d.coll.func = func; d.coll.count = 8; d.coll.datatype = "ncclFloat32";
+    d.coll.algo = "RING"; d.coll.proto = "LL"; d.coll.nChannels = 1; break;
+  case ncclProfileP2p: d.p2p.func = func; d.p2p.count = 8; d.p2p.datatype = "ncclInt8"; break;
+  case ncclProfileProxyOp: d.proxyOp.pid = getpid(); d.proxyOp.isSend = func && strcmp(func, "Send") == 0; break;
+  default: break;
+  }
+  void *h = NULL;
+  ncclProfiler_v5.startEvent(ctx, &h, &d);
+  return h;
+}
+
+static inline void *h1_start_kch(void *ctx, void *parent, uint64_t ptimer) {
+  ncclProfilerEventDescr_v5_t d;
+  memset(&d, 0, sizeof d);
+  d.type = ncclProfileKernelCh;
+  d.parentObj = parent;
+  d.kernelCh.pTimer = ptimer;
+  void *h = NULL;
+  ncclProfiler_v5.startEvent(ctx, &h, &d);
+  return h;
+}
+
+static inline void h1_kch_stop(void *h, uint64_t ptimer) {
+  ncclProfilerEventStateArgs_v5_t a;
+  a.pTimer = ptimer;
+  ncclProfiler_v5.recordEventState(h, ncclProfilerKernelChStop, &a);
+  ncclProfiler_v5.stopEvent(h);
+}
+
+static inline const collprof_path_stat *h1_find(const collprof_snapshot *s, const char *path) {
+  for (size_t i = 0; i < s->npaths; i++)
+    if (strcmp(s->paths[i].path, path) == 0) return &s->paths[i];
+  return NULL;
+}
+
+static inline uint64_t h1_bad_calls(void) {
+  collprof_snapshot s;
+  if (collprof_snapshot_take(&s) != 0) return UINT64_MAX;
+  uint64_t b = s.bad_calls;
+  collprof_snapshot_free(&s);
+  return b;
+}
+#endif

@@ -1,0 +1,161 @@
+/*
+ * test_collate.c — unit tests of collate/ (MPI-free collation) on synthetic
+ * ranks: global ids are positions in the (hash, string) order, numbers
+ * combine exactly, a path missing on a rank is not a zero, collisions stay
+ * two paths, merging is order-independent, packing round-trips, the
+ * reader survives damaged lines.  Expected values are computed here from
+ * the inputs, not typed in.
+ */
+#include "collate_run.h"
+#include "merge.h"
+#include "rankfile_read.h"
+#include "reduce.h"
+#include "report.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int n_test, n_fail;
+static void ok(int cond, const char *name) {
+  n_test++;
+  if (!cond) n_fail++;
+  printf("%s %d - %s\n", cond ? "ok" : "not ok", n_test, name);
+}
+
+typedef struct { const char *path; uint64_t hash; uint64_t calls, total; } spec;
+
+static void mk_rank(cp_rank_data *r, int rank, const spec *sp, size_t n) {
+  memset(r, 0, sizeof *r);
+  r->rank = rank; r->world_size = 3; r->pid = 100 + rank;
+  snprintf(r->host, sizeof r->host, "host%d", rank % 2);
+  r->command = strdup("app");
+  r->start_ns = 1000; r->end_ns = 1000 + 1000000u * (unsigned)(rank + 1);
+  r->events_recorded = 10u * (unsigned)(rank + 1); r->per_event_cost_ns = 1.5;
+  r->paths = calloc(n, sizeof *r->paths);
+  r->npaths = n;
+  for (size_t i = 0; i < n; i++) {
+    cp_path_rec *p = &r->paths[i];
+    p->id = -1; p->local = (uint32_t)i; p->hash = sp[i].hash;
+    p->path = strdup(sp[i].path); p->leaf_func = strdup("AllReduce"); p->leaf_type = 2;
+    p->calls = sp[i].calls; p->total_ns = sp[i].total; p->self_ns = sp[i].total / 2;
+    p->min_ns = sp[i].calls ? sp[i].total / sp[i].calls : 0; p->max_ns = p->min_ns;
+    p->bytes = 8 * sp[i].calls;
+  }
+}
+
+static const cp_gpath *find(const cp_summary *s, const char *path) {
+  for (size_t i = 0; i < s->npaths; i++) if (!strcmp(s->paths[i].path, path)) return &s->paths[i];
+  return NULL;
+}
+
+int main(void) {
+  /* A on all ranks, B on ranks 0 and 2, C only on rank 2, D and E collide */
+  spec r0[] = {{"A", 50, 10, 1000}, {"B", 20, 1, 300}, {"D", 7, 2, 20}};
+  spec r1[] = {{"A", 50, 10, 3000}, {"E", 7, 2, 40}};
+  spec r2[] = {{"C", 90, 5, 500}, {"A", 50, 10, 2000}, {"B", 20, 3, 100}};
+  cp_run run = {0};
+  run.nranks = 3;
+  run.ranks = calloc(3, sizeof *run.ranks);
+  mk_rank(&run.ranks[0], 0, r0, 3);
+  mk_rank(&run.ranks[1], 1, r1, 2);
+  mk_rank(&run.ranks[2], 2, r2, 3);
+  cp_summary s;
+  ok(cp_collate_run(&run, 64, &s) == 0, "collate 3 synthetic ranks");
+  ok(s.npaths == 5, "5 global paths (collision kept apart)");
+  int sorted = 1;
+  for (size_t i = 1; i < s.npaths; i++)
+    if (s.paths[i - 1].hash > s.paths[i].hash ||
+        (s.paths[i - 1].hash == s.paths[i].hash && strcmp(s.paths[i - 1].path, s.paths[i].path) >= 0))
+      sorted = 0;
+  ok(sorted, "ids ordered by (hash, string)");
+  ok(s.ncollisions == 1 && find(&s, "D")->collides && find(&s, "E")->collides, "one collision reported");
+  const cp_gpath *a = find(&s, "A"), *b = find(&s, "B"), *c = find(&s, "C");
+  ok(a && a->s.calls == 30 && a->s.total_ns == 6000 && a->s.nranks == 3, "A summed over 3 ranks");
+  ok(a->s.tmax_ns == 3000 && a->s.tmax_rank == 1 && a->s.tmin_ns == 1000 && a->s.tmin_rank == 0,
+     "A min/max with ranks");
+  ok(a->avg_ns == 2000.0 && a->imbalance_pct == 50.0 && a->imbalance_rank == 1, "A imbalance +50% on rank 1");
+  /* B: 300 on rank 0, 100 on rank 2, absent on 1: avg 200, not 133 */
+  ok(b->s.nranks == 2 && b->avg_ns == 200.0 && b->s.tmin_rank == 2, "B: missing rank is not a zero");
+  ok(c->s.nranks == 1 && c->s.tmin_rank == 2 && c->s.tmax_rank == 2 && c->imbalance_pct == 0.0,
+     "C on one rank only");
+  /* imbalance negative when the minimum deviates more: totals 10, 100, 100 */
+  {
+    spec x0[] = {{"X", 1, 1, 10}}, x1[] = {{"X", 1, 1, 100}}, x2[] = {{"X", 1, 1, 100}};
+    cp_run r2run = {0};
+    r2run.nranks = 3; r2run.ranks = calloc(3, sizeof *r2run.ranks);
+    mk_rank(&r2run.ranks[0], 0, x0, 1); mk_rank(&r2run.ranks[1], 1, x1, 1); mk_rank(&r2run.ranks[2], 2, x2, 1);
+    cp_summary s2;
+    cp_collate_run(&r2run, 64, &s2);
+    double avg = 70.0, expect = -100.0 * (avg - 10) / avg;
+    ok(s2.paths[0].imbalance_pct < 0 && s2.paths[0].imbalance_pct == expect && s2.paths[0].imbalance_rank == 0,
+       "imbalance negative when the minimum is the larger deviation");
+    cp_summary_free(&s2); cp_run_free(&r2run);
+  }
+  int ids_ok = 1;
+  for (size_t i = 0; i < run.nranks; i++)
+    for (size_t j = 0; j < run.ranks[i].npaths; j++) {
+      const cp_path_rec *p = &run.ranks[i].paths[j];
+      if (p->id < 0 || strcmp(s.paths[p->id].path, p->path)) ids_ok = 0;
+    }
+  ok(ids_ok, "every rank path got its global id");
+  double selfsum = 0;
+  for (size_t i = 0; i < s.npaths; i++) selfsum += s.paths[i].self_pct;
+  ok(selfsum > 99.999 && selfsum < 100.001, "self % sums to 100");
+  ok(s.agg.overhead_ns == 15 + 30 + 45, "overhead = events x cost summed");
+
+  /* merge order independence and packing */
+  cp_mset m[3], ab, abc1, bc, abc2;
+  for (int i = 0; i < 3; i++) cp_mset_from_rank(&run.ranks[i], 64, &m[i], NULL);
+  cp_mset_merge(&m[0], &m[1], &ab, NULL, NULL); cp_mset_merge(&ab, &m[2], &abc1, NULL, NULL);
+  cp_mset_merge(&m[1], &m[2], &bc, NULL, NULL); cp_mset_merge(&bc, &m[0], &abc2, NULL, NULL);
+  unsigned char *b1, *b2; size_t l1, l2;
+  cp_mset_pack(&abc1, &b1, &l1); cp_mset_pack(&abc2, &b2, &l2);
+  ok(l1 == l2 && !memcmp(b1, b2, l1), "merge order does not change the result");
+  ok(l1 == cp_mset_packed_size(&abc1), "packed size predicted");
+  cp_mset u;
+  ok(cp_mset_unpack(b1, l1, &u) == 0 && u.npaths == abc1.npaths, "unpack");
+  unsigned char *b3; size_t l3;
+  cp_mset_pack(&u, &b3, &l3);
+  ok(l3 == l1 && !memcmp(b1, b3, l1), "pack(unpack(x)) == x");
+  cp_mset_free(&u);
+  ok(cp_mset_unpack(b1, l1 - 3, &u) != 0, "truncated buffer rejected without crash");
+  free(b1); free(b2); free(b3);
+  for (int i = 0; i < 3; i++) cp_mset_free(&m[i]);
+  cp_mset_free(&ab); cp_mset_free(&abc1); cp_mset_free(&bc); cp_mset_free(&abc2);
+
+  /* hash truncation forces collisions */
+  cp_summary s4;
+  cp_collate_run(&run, 4, &s4);
+  ok(s4.npaths == 5 && s4.hash_bits == 4, "hash bits 4: still 5 paths");
+  cp_summary_free(&s4);
+
+  /* reader: damaged lines are reported and skipped */
+  char dir[] = "/tmp/collprof-unit-XXXXXX";
+  if (mkdtemp(dir)) {
+    char f[256];
+    snprintf(f, sizeof f, "%s/rank0.jsonl", dir);
+    FILE *o = fopen(f, "w");
+    fprintf(o, "{\"recordType\":\"meta\"}\n{\"recordType\":\"event\",\"type\":\"x\"\n");
+    fprintf(o, "not json}\n");
+    fprintf(o, "{\"recordType\":\"path\",\"id\":null,\"local\":0,\"hash\":\"0x0000000000000032\",\"path\":\"A\","
+               "\"leafType\":\"ncclProfileColl\",\"leafFunc\":\"AllReduce\",\"calls\":4,\"total_ns\":40}\n");
+    fprintf(o, "{\"recordType\":\"rank\",\"rank\":0,\"worldSize\":1,\"startTs\":1.500,\"endTs\":3.250,"
+               "\"comms\":[{\"commId\":\"18446744073709551615\",\"nranks\":2}]}\n");
+    fclose(o);
+    cp_rank_data rd; size_t bad;
+    ok(cp_rankfile_read(f, &rd, &bad) == 0 && bad == 2, "two damaged lines reported");
+    ok(rd.npaths == 1 && rd.paths[0].calls == 4 && rd.paths[0].hash == 50 && rd.paths[0].leaf_type == 2,
+       "path record read");
+    ok(rd.start_ns == 1500 && rd.end_ns == 3250 && rd.ncomms == 1 && rd.comms[0].comm_id == UINT64_MAX,
+       "rank record read (us -> ns, 64-bit commId)");
+    cp_rank_data_free(&rd);
+    unlink(f); rmdir(dir);
+  }
+  ok(cp_rank_log_wanted("0,3-5", 4) && !cp_rank_log_wanted("0,3-5", 2) && cp_rank_log_wanted("all", 9) &&
+     !cp_rank_log_wanted("none", 0), "rank log lists");
+  cp_summary_free(&s);
+  cp_run_free(&run);
+  printf("1..%d\n", n_test);
+  return n_fail != 0;
+}

@@ -1,0 +1,156 @@
+/*
+ * test_config.c — environment parsing (src/config.c).
+ *
+ * Defaults, decimal and hex numbers, switches, the period syntax, the
+ * output-folder rule, and for malformed values: exactly one warning line
+ * "collprof: VAR='value': <why>; using <default>" per bad variable, and the
+ * default in effect.
+ */
+#include "config.h"
+#include "h2_testlib.h"
+
+#include <regex.h>
+
+static const char *vars[] = {"NCCL_PROFILE_EVENT_MASK", "COLLPROF_GPU_SAMPLE", "COLLPROF_PERIODS",
+                             "COLLPROF_TRACE", "COLLPROF_CAPTURE", "COLLPROF_QUIET",
+                             "COLLPROF_POOL_SIZE", "COLLPROF_BLACKLIST_CAP",
+                             "COLLPROF_TRACE_BUFFER", "COLLPROF_OUTPUT_DIR", "SLURM_JOB_ID"};
+
+static void clear_env(void) {
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+}
+
+/* Reload with stderr captured; returns the warnings (caller frees). */
+static char *reload(void) {
+  stderr_begin();
+  cp_config_reload();
+  return stderr_end();
+}
+
+static int matches(const char *s, const char *re) {
+  regex_t r;
+  if (regcomp(&r, re, REG_EXTENDED | REG_NEWLINE)) return 0;
+  int m = regexec(&r, s, 0, NULL, 0) == 0;
+  regfree(&r);
+  return m;
+}
+
+/* One bad value of var: one warning line of the documented form. */
+static void bad_value(const char *var, const char *val, const char *def) {
+  clear_env();
+  setenv(var, val, 1);
+  char *w = reload();
+  char re[512];
+  snprintf(re, sizeof re, "^collprof: %s='[^\n]*': [^\n]+; using %s$", var, def);
+  ok(count_lines(w) == 1 && matches(w, re), "%s='%s': one warning, using %s", var, val, def);
+  if (count_lines(w) != 1 || !matches(w, re)) diag("stderr: %s", w);
+  free(w);
+}
+
+int main(void) {
+  clear_env();
+  char *w = reload();
+  const cp_config *c = cp_config_get();
+  ok(w[0] == 0, "defaults: no warning");
+  free(w);
+  ok(c->event_mask == (4095u & ~64u) && !c->mask_from_env, "default mask is 4095 without KernelCh");
+  ok(c->gpu_sample == 16, "default GPU sampling 1 in 16");
+  ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
+  ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 65536,
+     "default sizes");
+  ok(c->periods[0] == 0, "no periods by default");
+  ok(matches(c->output_dir, "^collprof-[0-9]{8}-[0-9]{6}$") && !c->output_dir_from_env,
+     "default folder collprof-YYYYMMDD-HHMMSS (%s)", c->output_dir);
+  char stamp[4096];
+  snprintf(stamp, sizeof stamp, "%s", c->output_dir);
+  sleep(1);
+  w = reload();
+  ok(strcmp(stamp, c->output_dir) == 0, "the time-stamped folder is chosen once per process");
+  free(w);
+
+  setenv("NCCL_PROFILE_EVENT_MASK", "0x2", 1);
+  w = reload();
+  ok(!w[0] && c->event_mask == 2 && c->mask_from_env, "hex mask 0x2");
+  ok(c->gpu_sample == 0, "user mask without KernelCh: no GPU sampling");
+  free(w);
+  setenv("NCCL_PROFILE_EVENT_MASK", "0XfF", 1);
+  w = reload();
+  ok(!w[0] && c->event_mask == 255, "hex mask with upper-case prefix and mixed digits");
+  free(w);
+  setenv("NCCL_PROFILE_EVENT_MASK", "4095", 1);
+  w = reload();
+  ok(!w[0] && c->event_mask == 4095 && c->gpu_sample == 1,
+     "decimal mask 4095: KernelCh on every call");
+  free(w);
+  setenv("COLLPROF_GPU_SAMPLE", "8", 1);
+  w = reload();
+  ok(c->gpu_sample == 8, "COLLPROF_GPU_SAMPLE overrides");
+  free(w);
+
+  bad_value("NCCL_PROFILE_EVENT_MASK", "abc", "4031");
+  ok(c->event_mask == 4031 && !c->mask_from_env, "bad mask falls back to the default");
+  bad_value("NCCL_PROFILE_EVENT_MASK", "-1", "4031");
+  bad_value("NCCL_PROFILE_EVENT_MASK", "0x", "4031");
+  bad_value("NCCL_PROFILE_EVENT_MASK", "12z", "4031");
+  bad_value("NCCL_PROFILE_EVENT_MASK", "99999999999", "4031");
+  bad_value("COLLPROF_GPU_SAMPLE", "often", "16");
+  ok(c->gpu_sample == 16, "bad GPU sample falls back");
+  bad_value("COLLPROF_TRACE", "maybe", "1");
+  ok(c->trace_on == 1, "bad switch falls back");
+  bad_value("COLLPROF_POOL_SIZE", "0", "1024");
+  ok(c->pool_size == 1024, "zero pool size rejected");
+  bad_value("COLLPROF_BLACKLIST_CAP", "1e6", "10000000");
+  bad_value("COLLPROF_TRACE_BUFFER", "big", "65536");
+  ok(c->trace_buffer == 65536, "bad trace buffer falls back");
+  bad_value("COLLPROF_PERIODS", "10", "no periods");
+  bad_value("COLLPROF_PERIODS", "a:b", "no periods");
+  bad_value("COLLPROF_PERIODS", "1:0", "no periods");
+  bad_value("COLLPROF_PERIODS", "1:2:-1", "no periods");
+  bad_value("COLLPROF_PERIODS", "1:2:3x", "no periods");
+  ok(c->periods[0] == 0, "bad periods: none");
+
+  clear_env();
+  setenv("COLLPROF_PERIODS", "0.5:2.5:3", 1);
+  setenv("COLLPROF_TRACE", "off", 1);
+  setenv("COLLPROF_CAPTURE", "yes", 1);
+  setenv("COLLPROF_QUIET", "TRUE", 1);
+  setenv("COLLPROF_POOL_SIZE", "0x100", 1);
+  setenv("COLLPROF_BLACKLIST_CAP", "0", 1);
+  setenv("COLLPROF_TRACE_BUFFER", "4", 1);
+  setenv("SLURM_JOB_ID", "12345", 1);
+  w = reload();
+  ok(!w[0], "good values: no warning");
+  free(w);
+  ok(strcmp(c->periods, "0.5:2.5:3") == 0, "periods stored as given");
+  ok(c->trace_on == 0 && c->capture == 1 && c->quiet == 1, "switches off/yes/TRUE");
+  ok(c->pool_size == 256 && c->blacklist_cap == 0 && c->trace_buffer == 4, "sizes in hex and decimal");
+  ok(strcmp(c->output_dir, "collprof-12345") == 0 && !c->output_dir_from_env,
+     "folder from SLURM_JOB_ID");
+  setenv("COLLPROF_OUTPUT_DIR", "/tmp/somewhere", 1);
+  w = reload();
+  ok(strcmp(c->output_dir, "/tmp/somewhere") == 0 && c->output_dir_from_env,
+     "COLLPROF_OUTPUT_DIR wins");
+  free(w);
+
+  stderr_begin();
+  cp_info("hidden %d", 1);
+  w = stderr_end();
+  ok(w[0] == 0, "cp_info is silent under COLLPROF_QUIET");
+  free(w);
+  stderr_begin();
+  cp_warn("seen %d", 2);
+  w = stderr_end();
+  ok(strcmp(w, "collprof: seen 2\n") == 0, "cp_warn prints one collprof: line even when quiet");
+  free(w);
+
+  /* Several bad values at once: one line each. */
+  clear_env();
+  setenv("NCCL_PROFILE_EVENT_MASK", "x", 1);
+  setenv("COLLPROF_POOL_SIZE", "-3", 1);
+  setenv("COLLPROF_QUIET", "2", 1);
+  w = reload();
+  ok(count_lines(w) == 3 && count_substr(w, "collprof: ") == 3, "three bad variables: three lines");
+  free(w);
+  clear_env();
+  return done_testing();
+}

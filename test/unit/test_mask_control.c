@@ -1,0 +1,400 @@
+/*
+ * test_mask_control.c — TAP unit test of src/mask_control.c: GPU sampling of
+ * KernelCh through NCCL's live activation mask, new-path forcing, and the
+ * COLLPROF_PERIODS timer.
+ *
+ * It plays NCCL: one int is the activation mask, each simulated API call
+ * reads it (sampled = KernelCh bit), a sampled call marks its path as having
+ * a GPU sample (what paths.c does when the KernelCh arrives), then calls the
+ * hook.  The expected sampled calls come from an oracle written here from
+ * the rule as documented, not from the module's code.  mask_control keeps
+ * process-wide state, so every scenario runs in a forked child that reports
+ * "1 name" / "0 name" lines through a pipe; the parent prints TAP.
+ *
+ * cp_config_get, cp_warn, cp_info and cp_path_gpu_seen are defined here:
+ * the test controls the configuration and the "seen" answer, and since they
+ * are defined, the archive's config.o / paths.o are never pulled in.
+ */
+#include "mask_control.h"
+#include "config.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KC 64
+#define DEFAULT_MASK (4095 & ~KC)
+
+/* ---- stubs ---- */
+static cp_config g_cfg;
+static int g_warnings;
+static unsigned char g_seen[1 << 17];
+const cp_config *cp_config_get(void) { return &g_cfg; }
+void cp_config_reload(void) {}
+void cp_warn(const char *fmt, ...) { (void)fmt; g_warnings++; }
+void cp_info(const char *fmt, ...) { (void)fmt; }
+int cp_path_gpu_seen(uint32_t path) { return path < sizeof g_seen ? g_seen[path] : 0; }
+
+/* ---- child → parent reporting ---- */
+static FILE *g_out;
+static void check(int cond, const char *fmt, ...) {
+  char name[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(name, sizeof name, fmt, ap);
+  va_end(ap);
+  fprintf(g_out, "%d %s\n", cond ? 1 : 0, name);
+  fflush(g_out);
+}
+
+static void config(uint32_t mask, int n, const char *periods) {
+  memset(&g_cfg, 0, sizeof g_cfg);
+  g_cfg.event_mask = mask;
+  g_cfg.gpu_sample = n;
+  snprintf(g_cfg.periods, sizeof g_cfg.periods, "%s", periods);
+  g_cfg.trace_on = 1;
+}
+
+/* ---- the oracle: the documented rule, written independently ---- */
+static uint64_t o_mix(uint64_t b) {
+  uint64_t z = b * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+static int o_periodic(uint64_t k, int n) {
+  if (n <= 0) return 0;
+  if (n == 1) return 1;
+  uint64_t blk = k / (uint64_t)n;
+  uint64_t pos = blk ? o_mix(blk) % (uint64_t)n : 0;
+  return k % (uint64_t)n == pos;
+}
+/* sampled[k] for the call sequence `paths`; a sampled call's path becomes
+ * seen iff arrives(path).  Returns the number of sampled calls. */
+static uint64_t oracle(const uint32_t *paths, size_t ncalls, int n,
+                       int (*arrives)(uint32_t), unsigned char *sampled) {
+  static unsigned char seen[1 << 17], forced[1 << 17];
+  memset(seen, 0, sizeof seen);
+  memset(forced, 0, sizeof forced);
+  uint64_t count = 0, nforced = 0;
+  int s = n >= 1;
+  for (size_t k = 0; k < ncalls; k++) {
+    uint32_t p = paths[k];
+    sampled[k] = (unsigned char)s;
+    count += (uint64_t)s;
+    if (s && arrives(p)) seen[p] = 1;
+    int next = o_periodic(k + 1, n);
+    if (n >= 2 && !next && !s && !seen[p] && !forced[p] && p < 65536 &&
+        (nforced < 64 || nforced * (uint64_t)n < k + 1)) {
+      forced[p] = 1;
+      nforced++;
+      next = 1;
+    }
+    s = next;
+  }
+  return count;
+}
+
+/* ---- driving the module as NCCL would ---- */
+static int g_mask;
+/* NCCL's read of the mask; the period timer writes it from its thread. */
+#define MASK() __atomic_load_n(&g_mask, __ATOMIC_RELAXED)
+static uint64_t drive(const uint32_t *paths, size_t ncalls, int (*arrives)(uint32_t),
+                      unsigned char *sampled) {
+  uint64_t count = 0;
+  for (size_t k = 0; k < ncalls; k++) {
+    int s = (__atomic_load_n(&g_mask, __ATOMIC_RELAXED) & KC) != 0; /* NCCL reads */
+    sampled[k] = (unsigned char)s;
+    count += (uint64_t)s;
+    if (s && arrives(paths[k])) g_seen[paths[k]] = 1;               /* KernelCh came */
+    cp_mask_on_api_call(paths[k], s);
+  }
+  return count;
+}
+static int always(uint32_t p) { (void)p; return 1; }
+static int never(uint32_t p) { (void)p; return 0; }
+
+/* Compare module and oracle on one sequence. */
+static void compare(const char *what, const uint32_t *paths, size_t ncalls, int n,
+                    int (*arrives)(uint32_t)) {
+  unsigned char *got = calloc(ncalls, 1), *want = calloc(ncalls, 1);
+  uint64_t cg = drive(paths, ncalls, arrives, got);
+  uint64_t cw = oracle(paths, ncalls, n, arrives, want);
+  size_t first_diff = ncalls;
+  for (size_t k = 0; k < ncalls; k++)
+    if (got[k] != want[k]) { first_diff = k; break; }
+  check(cg == cw, "%s N=%d: %llu sampled calls, rule says %llu", what, n,
+        (unsigned long long)cg, (unsigned long long)cw);
+  check(first_diff == ncalls, "%s N=%d: same calls sampled (first difference at %zu)",
+        what, n, first_diff);
+  check(cp_mask_sampled_calls() == cg, "%s N=%d: cp_mask_sampled_calls() = %llu", what, n,
+        (unsigned long long)cp_mask_sampled_calls());
+  free(got);
+  free(want);
+}
+
+/* ---- scenarios (each in its own process) ---- */
+enum { CALLS = 10000 };
+static uint32_t g_paths[CALLS];
+
+static void sc_one_path(int n) {
+  config(DEFAULT_MASK, n, "");
+  uint32_t v = cp_mask_attach(&g_mask);
+  check(v == (uint32_t)MASK(), "N=%d: attach returns the mask it wrote", n);
+  check((v & ~(uint32_t)KC) == DEFAULT_MASK, "N=%d: base mask kept (0x%x)", n, v);
+  check(((v & KC) != 0) == (n >= 1), "N=%d: first call %s KernelCh", n,
+        n >= 1 ? "has" : "has no");
+  for (size_t k = 0; k < CALLS; k++) g_paths[k] = 3;
+  compare("one path", g_paths, CALLS, n, always);
+  uint64_t c = cp_mask_sampled_calls();
+  if (n == 0) check(c == 0, "N=0: no call sampled (%llu)", (unsigned long long)c);
+  else if (n == 1) check(c == CALLS, "N=1: every call sampled (%llu)", (unsigned long long)c);
+  else
+    check(c >= (uint64_t)(CALLS / n) && c <= (uint64_t)((CALLS + n - 1) / n),
+          "N=%d: %llu sampled calls = one per block of %d", n, (unsigned long long)c, n);
+}
+
+/* A loop of 2 calls must not starve its second path (k % N would). */
+static void sc_loop(int n) {
+  config(DEFAULT_MASK, n, "");
+  cp_mask_attach(&g_mask);
+  for (size_t k = 0; k < CALLS; k++) g_paths[k] = (uint32_t)(k % 2);
+  unsigned char *got = calloc(CALLS, 1);
+  drive(g_paths, CALLS, always, got);
+  uint64_t per[2] = {0, 0};
+  for (size_t k = 0; k < CALLS; k++) per[k % 2] += got[k];
+  double expect = CALLS / 2.0 / n;
+  check(per[0] > expect / 2 && per[1] > expect / 2,
+        "loop of 2, N=%d: both paths sampled near 1/N (%llu, %llu; ~%.0f each)", n,
+        (unsigned long long)per[0], (unsigned long long)per[1], expect);
+  free(got);
+}
+
+/* New paths: forced early; the stream of new paths stays bounded. */
+static void sc_new_paths(int n) {
+  config(DEFAULT_MASK, n, "");
+  cp_mask_attach(&g_mask);
+  /* A (path 1) ten times, then B (path 2) for ever: B's first call is not
+   * sampled (unless periodic), so B's second call must be. */
+  size_t nc = 0;
+  for (int i = 0; i < 10; i++) g_paths[nc++] = 1;
+  for (int i = 0; i < 200; i++) g_paths[nc++] = 2;
+  unsigned char *got = calloc(CALLS, 1);
+  drive(g_paths, nc, always, got);
+  check(got[10] || got[11], "N=%d: a new path is sampled at its first or second call", n);
+  free(got);
+  memset(g_seen, 0, sizeof g_seen);
+}
+static void sc_new_paths_oracle(int n, int distinct, int (*arrives)(uint32_t)) {
+  config(DEFAULT_MASK, n, "");
+  cp_mask_attach(&g_mask);
+  /* distinct: every call a new path (ids 100..) — worst case for forcing;
+   * else 5 paths in order with a repeat pattern, some never seen. */
+  for (size_t k = 0; k < CALLS; k++)
+    g_paths[k] = distinct ? (uint32_t)(100 + k) : (uint32_t)((k * 7 / 3) % 5);
+  compare(distinct ? "distinct new paths" : arrives == never ? "5 paths never seen" : "5 paths",
+          g_paths, CALLS, n, arrives);
+  if (distinct && n > 0) {
+    uint64_t c = cp_mask_sampled_calls();
+    uint64_t bound = (uint64_t)(CALLS + n - 1) / (uint64_t)n + 64 + (uint64_t)CALLS / (uint64_t)n + 1;
+    check(c <= bound, "N=%d: stream of new paths keeps KernelCh bounded (%llu <= %llu)", n,
+          (unsigned long long)c, (unsigned long long)bound);
+  }
+}
+
+/* A path whose KernelCh never arrives forces exactly once. */
+static void sc_never_seen(int n) {
+  config(DEFAULT_MASK, n, "");
+  cp_mask_attach(&g_mask);
+  for (size_t k = 0; k < CALLS; k++) g_paths[k] = 9;
+  unsigned char *got = calloc(CALLS, 1);
+  uint64_t c = drive(g_paths, CALLS, never, got);
+  uint64_t periodic = 0;
+  for (size_t k = 0; k < CALLS; k++) periodic += (uint64_t)o_periodic(k, n);
+  check(c == periodic + 1, "N=%d: unseen path forces once (%llu = %llu periodic + 1)", n,
+        (unsigned long long)c, (unsigned long long)periodic);
+  free(got);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Periods 0.05:0.05:2 — mask 0, on, 0, on, 0 — with no API call at all. */
+static void sc_periods(void) {
+  config(DEFAULT_MASK, 16, "0.05:0.05:2");
+  double t0 = now_s();
+  __atomic_store_n(&g_mask, 12345, __ATOMIC_RELAXED);
+  uint32_t v = cp_mask_attach(&g_mask);
+  check(v == 0 && MASK() == 0, "periods: mask 0 before the first window (%u)", v);
+  double flips[16];
+  int nflip = 0, last = 0;
+  int on_values_ok = 1;
+  while (now_s() - t0 < 0.40 && nflip < 16) {
+    int m = __atomic_load_n(&g_mask, __ATOMIC_RELAXED);
+    if (m && (uint32_t)m != (DEFAULT_MASK | KC)) on_values_ok = 0;
+    if ((m != 0) != last) { flips[nflip++] = now_s() - t0; last = m != 0; }
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+  }
+  check(nflip == 4, "periods: 4 flips (%d)", nflip);
+  check(on_values_ok, "periods: in a window the mask is the base mask + KernelCh "
+                      "(first call sampled)");
+  static const double want[4] = {0.05, 0.10, 0.15, 0.20};
+  int times_ok = nflip == 4;
+  for (int i = 0; i < nflip && i < 4; i++)
+    if (flips[i] < want[i] - 0.002 || flips[i] > want[i] + 0.04) times_ok = 0;
+  check(times_ok, "periods: flips at 0.05 0.10 0.15 0.20 s (%.3f %.3f %.3f %.3f)",
+        nflip > 0 ? flips[0] : -1, nflip > 1 ? flips[1] : -1, nflip > 2 ? flips[2] : -1,
+        nflip > 3 ? flips[3] : -1);
+  const char *w = cp_mask_windows();
+  double a, b, c, d;
+  int got = sscanf(w, "%lf-%lf %lf-%lf", &a, &b, &c, &d);
+  check(got == 4 && fabs(a - 0.05) < 1e-6 && fabs(b - 0.10) < 1e-6 && fabs(c - 0.15) < 1e-6 &&
+            fabs(d - 0.20) < 1e-6,
+        "periods: cp_mask_windows() = \"%s\"", w);
+  /* During a window, API calls sample as usual; outside, hooks keep it 0. */
+  cp_mask_on_api_call(1, 0);
+  check(MASK() == 0, "periods: a late hook outside a window leaves the mask 0");
+  cp_mask_shutdown();
+  cp_mask_shutdown();
+  check(1, "periods: shutdown twice is fine");
+}
+
+/* Shutdown cancels a long window at once and closes it in the text. */
+static void sc_periods_shutdown(void) {
+  config(DEFAULT_MASK, 4, "0:100:0");
+  cp_mask_attach(&g_mask);
+  double t0 = now_s();
+  while (MASK() == 0 && now_s() - t0 < 1) {
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+  check(MASK() != 0, "periods 0:100:0: mask on at once");
+  double t1 = now_s();
+  cp_mask_shutdown();
+  check(now_s() - t1 < 0.5, "shutdown returns at once (%.3f s)", now_s() - t1);
+  const char *w = cp_mask_windows();
+  double a, b;
+  check(sscanf(w, "%lf-%lf", &a, &b) == 2 && a == 0 && b >= 0 && b < 1,
+        "cancelled window is closed in the text: \"%s\"", w);
+}
+
+static void sc_bad_periods(void) {
+  const char *bad[] = {"x", "1", "1:", "1:0", "-1:2", "1:2:x", "1:2:-3", "1:2:3:4"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      config(DEFAULT_MASK, 16, bad[i]);
+      uint32_t v = cp_mask_attach(&g_mask);
+      check(v != 0 && g_warnings == 1 && cp_mask_windows()[0] == '\0',
+            "COLLPROF_PERIODS=\"%s\": one warning, profiling all the time", bad[i]);
+      _exit(0);
+    }
+    waitpid(pid, NULL, 0);
+  }
+}
+
+static void sc_misc(void) {
+  config(0, 16, "");
+  check(cp_mask_attach(&g_mask) == 0 && MASK() == 0, "user mask 0: mask stays 0");
+  check(cp_mask_attach(NULL) == 0, "attach(NULL) does not crash");
+  cp_mask_shutdown();
+  check(cp_mask_windows()[0] == '\0', "no periods: windows text empty");
+}
+static void sc_kernelch_only(void) {
+  config(KC, 16, "");
+  cp_mask_attach(&g_mask);
+  for (int k = 0; k < 100; k++) cp_mask_on_api_call(1, cp_mask_kernelch_on());
+  check(MASK() == KC && cp_mask_sampled_calls() == 100,
+        "mask KernelCh only: sampled on every call (no callback could turn it back on)");
+}
+static void sc_full_every(void) {
+  config(4095, 1, "");
+  check(cp_mask_attach(&g_mask) == 4095, "mask 4095, N=1: mask 4095");
+  for (int k = 0; k < 100; k++) cp_mask_on_api_call(1, 1);
+  check(MASK() == 4095 && cp_mask_kernelch_on(), "mask 4095, N=1: stays 4095");
+  config(4095, 0, "");
+}
+static void sc_full_never(void) {
+  config(4095, 0, "");
+  check(cp_mask_attach(&g_mask) == (4095 & ~KC), "mask 4095, N=0: KernelCh stripped");
+  check(!cp_mask_kernelch_on(), "N=0: cp_mask_kernelch_on() is 0");
+}
+
+typedef void (*scenario)(void);
+static int g_arg;
+static void sc_one_path_a(void) { sc_one_path(g_arg); }
+static void sc_loop_a(void) { sc_loop(g_arg); }
+static void sc_new_a(void) { sc_new_paths(g_arg); }
+static void sc_new_distinct_a(void) { sc_new_paths_oracle(g_arg, 1, always); }
+static void sc_new_5_a(void) { sc_new_paths_oracle(g_arg, 0, always); }
+static void sc_new_5never_a(void) { sc_new_paths_oracle(g_arg, 0, never); }
+static void sc_never_a(void) { sc_never_seen(g_arg); }
+
+static int g_n, g_fail;
+static void run(scenario f, int arg) {
+  int fd[2];
+  if (pipe(fd) != 0) { perror("pipe"); exit(1); }
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    g_out = fdopen(fd[1], "w");
+    g_arg = arg;
+    f();
+    fclose(g_out);
+    _exit(0);
+  }
+  close(fd[1]);
+  FILE *in = fdopen(fd[0], "r");
+  char line[512];
+  while (fgets(line, sizeof line, in)) {
+    line[strcspn(line, "\n")] = '\0';
+    int good = line[0] == '1';
+    g_n++;
+    if (!good) g_fail++;
+    printf("%s %d - %s\n", good ? "ok" : "not ok", g_n, line + 2);
+  }
+  fclose(in);
+  int st;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    g_n++;
+    g_fail++;
+    printf("not ok %d - scenario process exited abnormally (status %d)\n", g_n, st);
+  }
+  fflush(stdout);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  static const int ns[] = {1, 4, 16, 0};
+  for (size_t i = 0; i < 4; i++) run(sc_one_path_a, ns[i]);
+  run(sc_loop_a, 16);
+  run(sc_loop_a, 4);
+  run(sc_new_a, 16);
+  run(sc_new_a, 4);
+  for (size_t i = 0; i < 4; i++) {
+    run(sc_new_distinct_a, ns[i]);
+    run(sc_new_5_a, ns[i]);
+    run(sc_new_5never_a, ns[i]);
+  }
+  run(sc_never_a, 16);
+  run(sc_never_a, 4);
+  run(sc_periods, 0);
+  run(sc_periods_shutdown, 0);
+  run(sc_bad_periods, 0);
+  run(sc_misc, 0);
+  run(sc_kernelch_only, 0);
+  run(sc_full_every, 0);
+  run(sc_full_never, 0);
+  printf("1..%d\n", g_n);
+  return g_fail != 0;
+}

@@ -1,0 +1,170 @@
+/*
+ * test_paths.c — the call-path table (src/paths.c) and what the plugin
+ * builds with it: canonical strings, dense ids, hash = XXH3_64bits of the
+ * string (computed here with libxxhash directly), O(1) lookup (a 20x larger
+ * table must not make lookups slower in proportion), UnknownParent and PXN
+ * roots, the CUDA-graph case (a parent handle whose slot was reused long
+ * ago still gives the right path), v4 paths, bytes and self time.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+#include "tap.h"
+#include "h1_util.h"
+#include "paths.h"
+#include "strtab.h"
+#include "mask_control.h"
+
+static uint64_t mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t ar;
+static uint32_t other_thread_id;
+static void *lookup_other(void *a) {
+  (void)a;
+  uint32_t g = cp_path_child(CP_PATH_NONE, ncclProfileGroupApi, 0);
+  other_thread_id = cp_path_child(cp_path_child(g, ncclProfileCollApi, ar), ncclProfileColl, ar);
+  return NULL;
+}
+
+static double lookup_ns(uint32_t parent, uint32_t type, uint32_t func) {
+  double best = 1e9;
+  volatile uint32_t sink = 0;
+  for (int r = 0; r < 20; r++) {
+    uint64_t t0 = mono();
+    for (int i = 0; i < 10000; i++) sink += cp_path_child(parent, type, func);
+    double per = (double)(mono() - t0) / 10000.0;
+    if (per < best) best = per;
+  }
+  (void)sink;
+  return best;
+}
+
+static void test_table(void) {
+  uint32_t n0 = cp_path_count();
+  ar = cp_str_intern("AllReduce");
+  uint32_t g = cp_path_child(CP_PATH_NONE, ncclProfileGroupApi, ar);
+  uint32_t c = cp_path_child(g, ncclProfileCollApi, ar);
+  uint32_t co = cp_path_child(c, ncclProfileColl, ar);
+  uint32_t k = cp_path_child(co, ncclProfileKernelCh, 0);
+  is_s(cp_path_str(g), "GroupApi", "root element, func dropped for GroupApi");
+  is_s(cp_path_str(c), "GroupApi/CollApi:AllReduce", "CollApi shows its func");
+  is_s(cp_path_str(k), "GroupApi/CollApi:AllReduce/Coll:AllReduce/KernelCh", "canonical string root first");
+  ok(g == n0 && c == n0 + 1 && co == n0 + 2 && k == n0 + 3, "ids dense, in creation order");
+  is_u(cp_path_child(co, ncclProfileKernelCh, ar), k, "func ignored for KernelCh");
+  is_u(cp_path_child(g, ncclProfileCollApi, cp_str_intern("AllReduce")), c, "same element, same id");
+  pthread_t t;
+  pthread_create(&t, NULL, lookup_other, NULL);
+  pthread_join(t, NULL);
+  is_u(other_thread_id, co, "another thread (cold cache) finds the same id");
+  const char *s = cp_path_str(k);
+  is_u(cp_path_hash(k), XXH3_64bits(s, strlen(s)), "hash is XXH3_64bits of the string");
+  is_u(cp_path_type(k), ncclProfileKernelCh, "leaf type");
+  is_u(cp_path_func(co), ar, "leaf func");
+  is_u(cp_path_parent(k), co, "parent id");
+  uint32_t u = cp_path_child(CP_PATH_UNKNOWN, ncclProfileColl, ar);
+  is_s(cp_path_str(u), "UnknownParent/Coll:AllReduce", "UnknownParent element");
+  uint32_t x = cp_path_child(CP_PATH_PXN, ncclProfileProxyOp, cp_str_intern("Send"));
+  is_s(cp_path_str(x), "PXN/ProxyOp:Send", "PXN root element");
+  is_s(cp_path_str(cp_path_child(x, ncclProfileProxyStep, 0)), "PXN/ProxyOp:Send/ProxyStep", "PXN child");
+  ok(cp_path_child(CP_PATH_NONE, 3, 0) == CP_PATH_NONE && cp_path_child(CP_PATH_NONE, 4096, 0) == CP_PATH_NONE,
+     "invalid type bits give no path");
+  ok(!cp_path_gpu_seen(co), "no GPU sample yet");
+  cp_path_mark_gpu(co);
+  ok(cp_path_gpu_seen(co) && cp_path_gpu_seen(c) && cp_path_gpu_seen(g) && !cp_path_gpu_seen(k),
+     "marking a Coll marks it and its ancestors");
+
+  /* O(1): lookup time does not grow with the table */
+  double small = lookup_ns(c, ncclProfileColl, ar);
+  char name[32];
+  for (int i = 0; i < 4000; i++) {
+    snprintf(name, sizeof name, "Func%d", i);
+    cp_path_child(g, ncclProfileCollApi, cp_str_intern(name));
+  }
+  double big = lookup_ns(c, ncclProfileColl, ar);
+  diag("lookup %.1f ns with %u paths, %.1f ns with %u paths", small, n0 + 13, big, cp_path_count());
+  ok(big < 4 * small + 20, "lookup cost independent of table size");
+}
+
+static void test_plugin(void) {
+  void *ctx = h1_init(555, 0);
+  void *ga = h1_start(ctx, ncclProfileGroupApi, NULL, NULL);
+  void *ca = h1_start(ctx, ncclProfileCollApi, ga, "AllReduce");
+  void *gr = h1_start(ctx, ncclProfileGroup, NULL, NULL);
+  ncclProfiler_v5.stopEvent(ca);
+  /* CUDA graph: many events reuse every slot (pool 4), then Colls name the
+   * capture-time CollApi handle */
+  for (int i = 0; i < 50; i++) ncclProfiler_v5.stopEvent(h1_start(ctx, ncclProfileKernelLaunch, NULL, NULL));
+  for (int i = 0; i < 3; i++) {
+    void *co = h1_start(ctx, ncclProfileColl, ca, "AllReduce");
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+    void *k = h1_start_kch(ctx, co, 5000);
+    h1_kch_stop(k, 6000);
+    ncclProfiler_v5.stopEvent(co);
+  }
+  ncclProfiler_v5.stopEvent(gr);
+  ncclProfiler_v5.stopEvent(ga);
+  void *un = h1_start(ctx, ncclProfileColl, (void *)0x7f0000001000ULL, "Broadcast");
+  ncclProfiler_v5.stopEvent(un);
+  void *p2 = h1_start(ctx, ncclProfileP2p, NULL, "Send");
+  ncclProfiler_v5.stopEvent(p2);
+
+  /* v4: Coll under Group */
+  void *ctx4 = NULL;
+  int mask = 0;
+  ncclProfiler_v4.init(&ctx4, &mask, "v4", 42, 1, 2, 0, NULL);
+  ncclProfilerEventDescr_v4_t d4;
+  memset(&d4, 0, sizeof d4);
+  d4.type = ncclProfileGroup;
+  void *g4 = NULL, *c4 = NULL;
+  ncclProfiler_v4.startEvent(ctx4, &g4, &d4);
+  memset(&d4, 0, sizeof d4);
+  d4.type = ncclProfileColl;
+  d4.parentObj = g4;
+  d4.coll.func = "ReduceScatter";
+  d4.coll.count = 10;
+  d4.coll.datatype = "ncclBfloat16";
+  ncclProfiler_v4.startEvent(ctx4, &c4, &d4);
+  ncclProfiler_v4.stopEvent(c4);
+  ncclProfiler_v4.stopEvent(g4);
+
+  collprof_snapshot s;
+  collprof_snapshot_take(&s);
+  const collprof_path_stat *pg = h1_find(&s, "GroupApi/CollApi:AllReduce/Coll:AllReduce");
+  ok(pg && pg->calls == 3, "graph replays: Colls under a long-reused CollApi handle keep the path");
+  const collprof_path_stat *pk = h1_find(&s, "GroupApi/CollApi:AllReduce/Coll:AllReduce/KernelCh");
+  ok(pk && pk->calls == 3, "their KernelCh children too");
+  ok(pg && pg->bytes == 3 * 8 * 4, "bytes = count x sizeof(ncclFloat32), summed");
+  ok(pg && pg->gpu_samples == 3 && pg->gpu_ns == 3000, "one GPU span per Coll");
+  ok(pg && pg->self_ns < pg->total_ns && pg->total_ns >= 3 * 200000,
+     "self time excludes the KernelCh children inside (self %llu < total %llu)",
+     pg ? (unsigned long long)pg->self_ns : 0ULL, pg ? (unsigned long long)pg->total_ns : 0ULL);
+  ok(pg && pg->min_ns <= pg->max_ns && pg->min_ns > 0, "min <= max");
+  const collprof_path_stat *pu = h1_find(&s, "UnknownParent/Coll:Broadcast");
+  ok(pu && pu->calls == 1, "a parent that is not our handle gives UnknownParent/...");
+  ok(s.unknown_parent >= 1, "and is counted (%llu)", (unsigned long long)s.unknown_parent);
+  const collprof_path_stat *pp = h1_find(&s, "P2p:Send");
+  ok(pp && pp->bytes == 8, "P2p bytes with ncclInt8");
+  const collprof_path_stat *p4 = h1_find(&s, "Group/Coll:ReduceScatter");
+  ok(p4 && p4->calls == 1 && p4->bytes == 20, "v4: Coll under its Group, bytes with ncclBfloat16");
+  const collprof_path_stat *pgr = h1_find(&s, "Group");
+  ok(pgr && pgr->calls >= 1 && pgr->leaf_type == ncclProfileGroup, "root Group path");
+  int sorted = 1;
+  for (size_t i = 0; i < s.npaths; i++) if (s.paths[i].local_id != i) sorted = 0;
+  ok(sorted, "snapshot paths indexed by local id");
+  ok(s.per_event_cost_ns > 0, "per-event self cost measured at first init (%.1f ns)", s.per_event_cost_ns);
+  collprof_snapshot_free(&s);
+}
+
+int main(void) {
+  h1_env("4");
+  test_table();
+  test_plugin();
+  return done_testing();
+}
