@@ -1,9 +1,10 @@
 /*
  * collate_run.h — offline collation of a whole run read from its files
- * (rankfile_read.h): every rank's set merged (merge.h), the summary built
- * (reduce.h), each rank's path records given their global ids.  The MPI
- * layer does the same steps over a tree (mpi_wrap/tree_collate.c); both
- * end in cp_summary_build, so their summaries agree.
+ * (rankfile_read.h): every rank's set packed and all merged at once into
+ * the summary (pset.h, reduce.h), each rank's path records given their
+ * global ids.  The MPI layer does the same steps over a tree
+ * (mpi_wrap/tree_collate.c); both end in the same merge into the summary,
+ * so their summaries agree.
  */
 #ifndef COLLPROF_COLLATE_RUN_H
 #define COLLPROF_COLLATE_RUN_H

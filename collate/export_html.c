@@ -150,10 +150,11 @@ static void cp_chart(FILE *f, const cp_run *run, const cp_gpath *g, const int64_
   const int rowh = nr <= 32 ? 16 : nr <= 128 ? 6 : 3, labels = rowh >= 12;
   const int x0 = 64, bw = 300, w = x0 + bw + 80, h = (int)nr * rowh + 8;
   char b[64];
+  cp_gderived d; cp_gpath_derive(NULL, g, &d);
   fprintf(f, "<figure data-path=\"%" PRId64 "\"><figcaption><b>#%" PRId64 "</b> <code>", g->id, g->id);
   cp_hpath(f, g->path);
   fprintf(f, "</code><br>total per rank; avg %s, imbalance %.1f%%</figcaption>\n",
-          cp_fmt_ns(g->avg_ns, b, sizeof b), g->imbalance_pct);
+          cp_fmt_ns(d.avg_ns, b, sizeof b), d.imbalance_pct);
   fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
              "viewBox=\"0 0 %d %d\" role=\"img\">\n", w, h, w, h);
   for (size_t k = 0; k < nr; k++) {
@@ -176,10 +177,10 @@ static void cp_chart(FILE *f, const cp_run *run, const cp_gpath *g, const int64_
               v[k] >= 0 ? cp_fmt_ns((double)v[k], b, sizeof b) : "absent");
     fputc('\n', f);
   }
-  if (mx > 0 && g->avg_ns > 0) {
-    double ax = x0 + g->avg_ns / (double)mx * bw;
+  if (mx > 0 && d.avg_ns > 0) {
+    double ax = x0 + d.avg_ns / (double)mx * bw;
     fprintf(f, "<line class=\"avg\" x1=\"%.1f\" y1=\"2\" x2=\"%.1f\" y2=\"%d\"><title>average %s"
-               "</title></line>\n", ax, ax, h - 2, cp_fmt_ns(g->avg_ns, b, sizeof b));
+               "</title></line>\n", ax, ax, h - 2, cp_fmt_ns(d.avg_ns, b, sizeof b));
   }
   fputs("</svg></figure>\n", f);
 }
@@ -198,6 +199,7 @@ static void cp_paths_table(FILE *f, const cp_summary *s, const size_t *top, size
   for (size_t t = 0; t < ntop; t++) {
     const cp_gpath *g = &s->paths[top[t]];
     const cp_pstat *st = &g->s;
+    cp_gderived d; cp_gpath_derive(s, g, &d);
     char v[64], sh[96], b2[64];
     fprintf(f, "<tr data-path=\"%" PRId64 "\"><td class=\"n\" data-key=\"id\" data-value=\"%" PRId64
                "\">%" PRId64 "</td><td><code>", g->id, g->id, g->id);
@@ -209,25 +211,25 @@ static void cp_paths_table(FILE *f, const cp_summary *s, const size_t *top, size
     U("nranks", st->nranks, snprintf(sh, sizeof sh, "%u", st->nranks));
     U("total_ns", st->total_ns, cp_fmt_ns((double)st->total_ns, sh, sizeof sh));
     U("self_ns", st->self_ns, cp_fmt_ns((double)st->self_ns, sh, sizeof sh));
-    snprintf(v, sizeof v, "%.6f", g->self_pct);
-    snprintf(sh, sizeof sh, "%.1f%%", g->self_pct);
+    snprintf(v, sizeof v, "%.6f", d.self_pct);
+    snprintf(sh, sizeof sh, "%.1f%%", d.self_pct);
     cp_num_cell(f, "self_pct", v, sh);
-    snprintf(v, sizeof v, "%.6f", g->avg_ns);
-    cp_num_cell(f, "avg_ns", v, cp_fmt_ns(g->avg_ns, sh, sizeof sh));
+    snprintf(v, sizeof v, "%.6f", d.avg_ns);
+    cp_num_cell(f, "avg_ns", v, cp_fmt_ns(d.avg_ns, sh, sizeof sh));
     snprintf(v, sizeof v, "%" PRIu64, st->tmin_ns);
     snprintf(sh, sizeof sh, "%s (%d)", cp_fmt_ns((double)st->tmin_ns, b2, sizeof b2), st->tmin_rank);
     cp_num_cell(f, "min_ns", v, sh);
     snprintf(v, sizeof v, "%" PRIu64, st->tmax_ns);
     snprintf(sh, sizeof sh, "%s (%d)", cp_fmt_ns((double)st->tmax_ns, b2, sizeof b2), st->tmax_rank);
     cp_num_cell(f, "max_ns", v, sh);
-    snprintf(v, sizeof v, "%.6f", g->imbalance_pct);
-    snprintf(sh, sizeof sh, "%.1f%% (rank %d)", g->imbalance_pct, g->imbalance_rank);
+    snprintf(v, sizeof v, "%.6f", d.imbalance_pct);
+    snprintf(sh, sizeof sh, "%.1f%% (rank %d)", d.imbalance_pct, d.imbalance_rank);
     cp_num_cell(f, "imbalance_pct", v, sh);
     U("bytes", st->bytes, cp_fmt_bytes(st->bytes, sh, sizeof sh));
 #undef U
     if (st->gpu_samples || st->gpu_ns) {
-      snprintf(v, sizeof v, "%.6f", g->gpu_est_ns);
-      snprintf(sh, sizeof sh, "%s%s", g->gpu_exact ? "" : "~", cp_fmt_ns(g->gpu_est_ns, b2, sizeof b2));
+      snprintf(v, sizeof v, "%.6f", d.gpu_est_ns);
+      snprintf(sh, sizeof sh, "%s%s", d.gpu_exact ? "" : "~", cp_fmt_ns(d.gpu_est_ns, b2, sizeof b2));
       cp_num_cell(f, "gpu_est_ns", v, sh);
     } else {
       fputs("<td class=\"n\">-</td>", f);

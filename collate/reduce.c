@@ -1,25 +1,13 @@
 /*
- * reduce.c — the global set becomes a cp_summary (reduce.h).
+ * reduce.c — finishing a cp_summary and its derived numbers (reduce.h).
  */
 #include "reduce.h"
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 
-typedef struct { char *p; size_t len, cap; } arena;
-
-static const char *arena_put(arena *a, const char *s, size_t n) {
-  char *q = a->p + a->len;
-  memcpy(q, s, n); q[n] = 0;
-  a->len += n + 1;
-  return q;
-}
-
-int cp_summary_build(const cp_mset *g, const cp_rank_data *cfg, int world_size,
-                     int hash_bits, cp_summary *out) {
-  memset(out, 0, sizeof *out);
+void cp_summary_config(cp_summary *out, const cp_rank_data *cfg, int world_size, int hash_bits) {
   out->world_size = world_size;
-  out->agg = g->agg;
   out->hash_bits = hash_bits;
   out->config_rank = -1;
   if (cfg) {
@@ -31,47 +19,14 @@ int cp_summary_build(const cp_mset *g, const cp_rank_data *cfg, int world_size,
     snprintf(out->periods, sizeof out->periods, "%s", cfg->periods);
     out->per_event_cost_ns = cfg->per_event_cost_ns;
   }
-  size_t total = 1;
-  for (size_t i = 0; i < g->nhosts; i++) total += g->hosts[i].len + 1;
-  for (size_t i = 0; i < g->ncomms; i++) total += g->comms[i].nlen + 1;
-  for (size_t i = 0; i < g->npaths; i++) total += g->paths[i].plen + g->paths[i].flen + 2;
-  arena a = {malloc(total), 0, total};
-  out->hosts = calloc(g->nhosts + 1, sizeof *out->hosts);
-  out->comms = calloc(g->ncomms + 1, sizeof *out->comms);
-  out->paths = calloc(g->npaths + 1, sizeof *out->paths);
-  out->owner = a.p;
-  if (!a.p || !out->hosts || !out->comms || !out->paths) { cp_summary_free(out); return -1; }
-  for (size_t i = 0; i < g->nhosts; i++) {
-    out->hosts[i].name = arena_put(&a, g->hosts[i].name, g->hosts[i].len);
-    out->hosts[i].ranks = g->hosts[i].ranks;
-  }
-  out->nhosts = g->nhosts;
-  for (size_t i = 0; i < g->ncomms; i++) {
-    const cp_mcomm *c = &g->comms[i];
-    cp_comm_sum *d = &out->comms[i];
-    d->comm_id = c->comm_id; d->name = arena_put(&a, c->name, c->nlen);
-    d->nranks = c->nranks; d->nnodes = c->nnodes; d->members = c->members; d->events = c->events;
-  }
-  out->ncomms = g->ncomms;
-  for (size_t i = 0; i < g->npaths; i++) {
-    const cp_mpath *p = &g->paths[i];
-    cp_gpath *d = &out->paths[i];
-    d->id = (int64_t)i; d->hash = p->hash;
-    d->path = arena_put(&a, p->path, p->plen);
-    d->leaf_func = arena_put(&a, p->func, p->flen);
-    d->leaf_type = p->leaf_type;
-    d->s = p->s;
-  }
-  out->npaths = g->npaths;
-  cp_summary_finish(out);
-  return 0;
 }
 
 static int starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
-static void bandwidth(const cp_summary *s, cp_gpath *p) {
+static void bandwidth(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
   const cp_pstat *st = &p->s;
-  p->bw_valid = 0; p->algbw_gbs = p->busbw_gbs = 0;
+  d->bw_valid = 0; d->algbw_gbs = d->busbw_gbs = 0;
+  if (!s) return;
   if (!st->calls || !st->bytes) return;
   int coll = p->leaf_type == 2, p2p = p->leaf_type == 4;
   if (!coll && !p2p) return;
@@ -90,9 +45,9 @@ static void bandwidth(const cp_summary *s, cp_gpath *p) {
     else if (starts(f, "AlltoAll") || starts(f, "AllToAll")) factor = (double)(n - 1) / n;
     else factor = 1;
   }
-  p->algbw_gbs = bytes / t;              /* bytes per ns = GB/s */
-  p->busbw_gbs = p->algbw_gbs * factor;
-  p->bw_valid = 1;
+  d->algbw_gbs = bytes / t;              /* bytes per ns = GB/s */
+  d->busbw_gbs = d->algbw_gbs * factor;
+  d->bw_valid = 1;
 }
 
 void cp_summary_finish(cp_summary *s) {
@@ -102,30 +57,34 @@ void cp_summary_finish(cp_summary *s) {
   s->ncollisions = 0;
   for (size_t i = 0; i < s->npaths; i++) {
     cp_gpath *p = &s->paths[i];
-    const cp_pstat *st = &p->s;
     int before = i > 0 && s->paths[i - 1].hash == p->hash;
     int after = i + 1 < s->npaths && s->paths[i + 1].hash == p->hash;
     p->collides = before || after;
     if (after && !before) s->ncollisions++;
-    p->avg_ns = st->nranks ? (double)st->total_ns / st->nranks : 0;
-    double dmax = (double)st->tmax_ns - p->avg_ns, dmin = p->avg_ns - (double)st->tmin_ns;
-    if (p->avg_ns > 0 && dmin > dmax) {
-      p->imbalance_pct = -100.0 * dmin / p->avg_ns; p->imbalance_rank = st->tmin_rank;
-    } else {
-      p->imbalance_pct = p->avg_ns > 0 ? 100.0 * dmax / p->avg_ns : 0;
-      p->imbalance_rank = st->tmax_rank;
-    }
-    p->self_pct = self_total ? 100.0 * (double)st->self_ns / (double)self_total : 0;
-    p->call_avg_ns = st->calls ? (double)st->total_ns / (double)st->calls : 0;
-    if (p->leaf_type == 64) {            /* KernelCh: every event has its GPU time */
-      p->gpu_est_ns = (double)st->gpu_ns; p->gpu_exact = st->gpu_samples > 0;
-    } else if (st->gpu_samples) {
-      p->gpu_exact = st->gpu_samples == st->calls;
-      p->gpu_est_ns = p->gpu_exact ? (double)st->gpu_ns
-                                   : (double)st->gpu_ns / (double)st->gpu_samples * (double)st->calls;
-    } else { p->gpu_est_ns = 0; p->gpu_exact = 0; }
-    bandwidth(s, p);
   }
+}
+
+void cp_gpath_derive(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
+  const cp_pstat *st = &p->s;
+  memset(d, 0, sizeof *d);
+  d->avg_ns = st->nranks ? (double)st->total_ns / st->nranks : 0;
+  double dmax = (double)st->tmax_ns - d->avg_ns, dmin = d->avg_ns - (double)st->tmin_ns;
+  if (d->avg_ns > 0 && dmin > dmax) {
+    d->imbalance_pct = -100.0 * dmin / d->avg_ns; d->imbalance_rank = st->tmin_rank;
+  } else {
+    d->imbalance_pct = d->avg_ns > 0 ? 100.0 * dmax / d->avg_ns : 0;
+    d->imbalance_rank = st->tmax_rank;
+  }
+  d->self_pct = s && s->self_total_ns ? 100.0 * (double)st->self_ns / (double)s->self_total_ns : 0;
+  d->call_avg_ns = st->calls ? (double)st->total_ns / (double)st->calls : 0;
+  if (p->leaf_type == 64) {              /* KernelCh: every event has its GPU time */
+    d->gpu_est_ns = (double)st->gpu_ns; d->gpu_exact = st->gpu_samples > 0;
+  } else if (st->gpu_samples) {
+    d->gpu_exact = st->gpu_samples == st->calls;
+    d->gpu_est_ns = d->gpu_exact ? (double)st->gpu_ns
+                                 : (double)st->gpu_ns / (double)st->gpu_samples * (double)st->calls;
+  }
+  bandwidth(s, p, d);
 }
 
 static int by_total(const void *x, const void *y, void *ctx) {

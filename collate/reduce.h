@@ -1,10 +1,11 @@
 /*
- * reduce.h — from the global merged set (merge.h) to a cp_summary
- * (rundata.h): global IDs, copies of the strings, derived numbers.  Used by
+ * reduce.h — finishing a cp_summary (rundata.h) whose paths the final
+ * merge filled (pset.h): configuration, hash collisions, the total of self
+ * times, and the numbers derived per path when they are printed.  Used by
  * the MPI layer (rank 0, after the tree merge) and by collprof-collate
  * (after merging every rank file), so both write the same summary.
  *
- * Derived numbers (cp_summary_finish), per global path:
+ * Derived numbers (cp_gpath_derive), per global path:
  *   avg_ns        = total_ns / nranks: mean of the per-rank totals over the
  *                   ranks that have the path (a rank without it is not a 0)
  *   imbalance_pct = Vftrace's: 100*max(|tmax-avg|, |tmin-avg|)/avg, negative
@@ -20,17 +21,18 @@
  */
 #ifndef COLLPROF_REDUCE_H
 #define COLLPROF_REDUCE_H
-#include "merge.h"
+#include "pset.h"
 
-/* Build *out from the global set g.  cfg: the rank whose configuration is
- * reported (rank 0; may be NULL).  world_size: ranks in the job.  The
- * summary owns copies of every string.  collation info is left zero.
- * Returns 0, -1 on no memory. */
-int cp_summary_build(const cp_mset *g, const cp_rank_data *cfg, int world_size,
-                     int hash_bits, cp_summary *out);
+/* Configuration fields of *out from cfg (the rank whose configuration is
+ * reported: rank 0; may be NULL), the job's size and the hash width. */
+void cp_summary_config(cp_summary *out, const cp_rank_data *cfg, int world_size, int hash_bits);
 
-/* Derived numbers of every path (called by cp_summary_build). */
+/* After the paths are in: self_total_ns, ncollisions, each path's collides. */
 void cp_summary_finish(cp_summary *s);
+
+/* The derived numbers of p (s: its summary, for the self-time total and the
+ * communicator size; NULL leaves self_pct 0 and no bandwidth). */
+void cp_gpath_derive(const cp_summary *s, const cp_gpath *p, cp_gderived *d);
 
 /* Paths ordered for the profile table: by total time, then id.  Returns a
  * malloc'd array of indices into s->paths. */

@@ -3,6 +3,7 @@
  * event-type names, COLLPROF_HASH_BITS.
  */
 #include "rundata.h"
+#include "pset.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,8 @@ void cp_run_free(cp_run *run) {
 
 void cp_summary_free(cp_summary *s) {
   if (!s) return;
-  free(s->hosts); free(s->comms); free(s->paths); free(s->owner);
+  free(s->hosts); free(s->comms);
+  cp_sumstore_free(s->owner);           /* paths and strings */
   free(s->coll.bytes_sent); free(s->coll.bytes_recv);
   memset(s, 0, sizeof *s);
 }

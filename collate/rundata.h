@@ -15,7 +15,7 @@
  *      in mpi_wrap/) or offline (collprof-collate), so both agree number for
  *      number: every combined number is an integer (sums, min/max with the
  *      lowest rank on ties); derived doubles are computed from those
- *      integers by one function (cp_summary_finish).
+ *      integers by one function (cp_gpath_derive).
  *
  * Units: times in nanoseconds (uint64), timestamps CLOCK_MONOTONIC ns of
  * the rank's own clock (add clock_offset_ns for rank 0's clock), wall
@@ -131,15 +131,20 @@ typedef struct cp_comm_sum {
   uint64_t events;                       /* summed over them */
 } cp_comm_sum;
 
-/* One global path and what is derived from its numbers. */
+/* One global path.  Kept small (rank 0 holds one per global path): what is
+ * derived from the numbers is computed when printed, cp_gpath_derive. */
 typedef struct cp_gpath {
   int64_t id;                            /* global id = index in cp_summary.paths */
   uint64_t hash;                         /* possibly truncated (hash_bits) */
   const char *path;
-  uint32_t leaf_type;
   const char *leaf_func;
+  uint32_t leaf_type;
+  int32_t collides;                      /* shares its hash with another path */
   cp_pstat s;
-  /* derived by cp_summary_finish */
+} cp_gpath;
+
+/* Derived from a cp_gpath's numbers (cp_gpath_derive, collate/reduce.h). */
+typedef struct cp_gderived {
   double avg_ns;                         /* mean of per-rank totals over s.nranks */
   double imbalance_pct;                  /* Vftrace: signed, see collate/reduce.h */
   int32_t imbalance_rank;                /* rank of the larger deviation */
@@ -150,8 +155,7 @@ typedef struct cp_gpath {
   int gpu_exact;                         /* samples == calls (or KernelCh) */
   int bw_valid;                          /* Coll/P2p with bytes and a known n */
   double algbw_gbs, busbw_gbs;           /* GB/s = bytes per ns */
-  int collides;                          /* shares its hash with another path */
-} cp_gpath;
+} cp_gderived;
 
 /* Measured by the collation itself (online: MPI tree; offline: the tool). */
 typedef struct cp_collation_info {
@@ -183,7 +187,8 @@ typedef struct cp_summary {
   uint64_t self_total_ns;                /* sum of self_ns over paths */
   size_t ncollisions;                    /* hashes held by more than one path */
   cp_collation_info coll;
-  void *owner;                           /* internal: storage behind the pointers */
+  void *owner;                           /* internal: storage behind paths and strings
+                                            (collate/pset.c) */
 } cp_summary;
 
 void cp_summary_free(cp_summary *s);

@@ -4,6 +4,7 @@
  * (ns, counts); hashes are "0x" + 16 hex digits; derived values are floats.
  */
 #include "report.h"
+#include "reduce.h"
 #include "collprof.h"
 #include <errno.h>
 #include <inttypes.h>
@@ -84,6 +85,7 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
   for (size_t i = 0; i < s->npaths; i++) {
     const cp_gpath *p = &s->paths[i];
     const cp_pstat *st = &p->s;
+    cp_gderived d; cp_gpath_derive(s, p, &d);
     fprintf(f, "%s\n {\"id\":%" PRId64 ",\"path\":", i ? "," : "", p->id);
     cp_json_str(f, p->path);
     fprintf(f, ",\"hash\":\"0x%016" PRIx64 "\",\"leafType\":\"%s\",\"leafFunc\":", p->hash,
@@ -93,22 +95,22 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
                ",\"min_ns\":%" PRIu64 ",\"min_rank\":%d,\"max_ns\":%" PRIu64 ",\"max_rank\":%d,\"avg_ns\":",
             st->calls, st->nranks, st->total_ns, st->self_ns, st->tmin_ns, st->tmin_rank, st->tmax_ns,
             st->tmax_rank);
-    num(f, p->avg_ns);
-    fprintf(f, ",\"imbalance_pct\":"); num(f, p->imbalance_pct);
-    fprintf(f, ",\"imbalance_rank\":%d,\"self_pct\":", p->imbalance_rank); num(f, p->self_pct);
-    fprintf(f, ",\"call_avg_ns\":"); num(f, p->call_avg_ns);
+    num(f, d.avg_ns);
+    fprintf(f, ",\"imbalance_pct\":"); num(f, d.imbalance_pct);
+    fprintf(f, ",\"imbalance_rank\":%d,\"self_pct\":", d.imbalance_rank); num(f, d.self_pct);
+    fprintf(f, ",\"call_avg_ns\":"); num(f, d.call_avg_ns);
     fprintf(f, ",\"event_min_ns\":%" PRIu64 ",\"event_max_ns\":%" PRIu64 ",\"bytes\":%" PRIu64
                ",\"states\":%" PRIu64 ",\"unterminated\":%" PRIu64,
             st->calls ? st->ev_min_ns : 0, st->ev_max_ns, st->bytes, st->states, st->unterminated);
     if (st->gpu_samples || st->gpu_ns) {
       fprintf(f, ",\"gpu_ns\":%" PRIu64 ",\"gpu_samples\":%" PRIu64 ",\"gpu_est_ns\":", st->gpu_ns,
               st->gpu_samples);
-      num(f, p->gpu_est_ns);
-      fprintf(f, ",\"gpu_exact\":%s", p->gpu_exact ? "true" : "false");
+      num(f, d.gpu_est_ns);
+      fprintf(f, ",\"gpu_exact\":%s", d.gpu_exact ? "true" : "false");
     }
-    if (p->bw_valid) {
-      fprintf(f, ",\"algbw_gbs\":"); num(f, p->algbw_gbs);
-      fprintf(f, ",\"busbw_gbs\":"); num(f, p->busbw_gbs);
+    if (d.bw_valid) {
+      fprintf(f, ",\"algbw_gbs\":"); num(f, d.algbw_gbs);
+      fprintf(f, ",\"busbw_gbs\":"); num(f, d.busbw_gbs);
     }
     fprintf(f, ",\"collision\":%s}", p->collides ? "true" : "false");
   }

@@ -34,8 +34,8 @@ static int path_width(const cp_summary *s) {
   return w;
 }
 
-static void fmt_bw(char *b, size_t n, const cp_gpath *p) {
-  if (p->bw_valid) snprintf(b, n, "%.3f", p->busbw_gbs); else snprintf(b, n, "-");
+static void fmt_bw(char *b, size_t n, const cp_gderived *d) {
+  if (d->bw_valid) snprintf(b, n, "%.3f", d->busbw_gbs); else snprintf(b, n, "-");
 }
 
 /* type:func of a path's leaf, e.g. "Coll:AllReduce" */
@@ -63,10 +63,11 @@ static void profile(FILE *f, const cp_summary *s) {
   size_t *o = cp_summary_order_by_total(s);
   for (size_t k = 0; o && k < s->npaths; k++) {
     const cp_gpath *p = &s->paths[o[k]];
-    char bw[32]; fmt_bw(bw, sizeof bw, p);
+    cp_gderived d; cp_gpath_derive(s, p, &d);
+    char bw[32]; fmt_bw(bw, sizeof bw, &d);
     fprintf(f, "%12" PRIu64 " | %12.6f | %12.6f | %7.2f | %12.3f | %14" PRIu64 " | %11s | %9.2f | %7d | %-*s | %" PRId64 "\n",
-            p->s.calls, sec(p->s.total_ns), sec(p->s.self_ns), p->self_pct, p->call_avg_ns / 1e3,
-            p->s.bytes, bw, p->imbalance_pct, p->imbalance_rank, pw, p->path, p->id);
+            p->s.calls, sec(p->s.total_ns), sec(p->s.self_ns), d.self_pct, d.call_avg_ns / 1e3,
+            p->s.bytes, bw, d.imbalance_pct, d.imbalance_rank, pw, p->path, p->id);
   }
   free(o);
   fputc('\n', f);
@@ -77,9 +78,10 @@ static void profile(FILE *f, const cp_summary *s) {
   rule(f, lw - 1);
   for (size_t i = 0; i < s->npaths; i++) {
     const cp_gpath *p = &s->paths[i];
+    cp_gderived d; cp_gpath_derive(s, p, &d);
     fprintf(f, "%6" PRId64 " | %12.6f | %6d | %12.6f | %6d | %12.6f | %6u | %9.2f | %s\n",
             p->id, sec(p->s.tmax_ns), p->s.tmax_rank, sec(p->s.tmin_ns), p->s.tmin_rank,
-            p->avg_ns / 1e9, p->s.nranks, p->imbalance_pct, p->path);
+            d.avg_ns / 1e9, p->s.nranks, d.imbalance_pct, p->path);
   }
   fputc('\n', f);
 

@@ -1,10 +1,25 @@
 /*
- * tree_collate.c — binomial-tree merge of call-path sets over MPI
+ * tree_collate.c — binomial-tree merge of packed path sets over MPI
  * (tree_collate.h).  All MPI calls are PMPI_ so the application's own
  * profiling layers do not see ours.
+ *
+ * Each rank packs its own set, receives its children's packed sets, and
+ * merges all of them in one k-way pass (collate/pset.h) either into the set
+ * it sends up (paths only one input has are forwarded by memcpy) or, on
+ * rank 0, straight into the summary.  The merge leaves, per input, the
+ * output index of each of its paths: at the root that index is the global
+ * id, so the id list of a child is that map itself; below, a rank receives
+ * the ids of the set it sent up and turns each child's map into the child's
+ * ids in place.  Down messages are u32 arrays, no strings.
+ *
+ * The collation's own figures (bytes sent and received by each rank) are
+ * known to a rank when it sends up — what it will receive and send going
+ * down follows from the set sizes — so they travel up as a trailer of the
+ * set message instead of a gather that would make rank 0 wait for the
+ * slowest leaf.
  */
 #include "tree_collate.h"
-#include "merge.h"
+#include "pset.h"
 #include "reduce.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,31 +28,61 @@
 
 #define TAG_UP 0x4350
 #define TAG_DOWN 0x4351
+#define MAXIN 64                /* own set + one child per round */
 
-typedef struct step {
-  int child;                 /* rank we received from */
-  unsigned char *buf;        /* its packed set (our strings may point here) */
-  uint32_t *prevmap;         /* our set before the merge -> after */
-  uint32_t *childmap;        /* child's set -> after */
-  size_t prevn, childn;
-} step;
+typedef struct fig { uint32_t rank; uint64_t sent, recv; } fig;
+#define FIG_BYTES 20
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 /* Wait for a message without spinning: ranks are often oversubscribed at
  * finalize (and always in tests), and a rank that busy-polls steals the
- * core its sender needs.  Back off from 2 us to 256 us between probes. */
-static void wait_probe(int src, int tag, MPI_Comm comm, MPI_Status *st) {
+ * core its sender needs.  Sleeps grow with the time already waited (a
+ * fraction 1/div of it, between 2 us and cap), so a long wait costs a few
+ * dozen wake-ups and a short one stays short.  Going up (on the critical
+ * path of rank 0) the fraction is small; going down, where most ranks wait
+ * for most of the collation, it is larger. */
+static double cpu_now(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+static double T_wait, T_wakes;
+static void wait_probe(int src, int tag, MPI_Comm comm, MPI_Status *st, double div, double cap) {
+  double c0 = cpu_now();
   int flag = 0;
-  long ns = 2000;
+  double t0 = mono_s();
   for (;;) {
     PMPI_Iprobe(src, tag, comm, &flag, st);
-    if (flag) return;
-    struct timespec ts = {0, ns};
+    T_wakes++;
+    if (flag) { T_wait += cpu_now() - c0; return; }
+    double d = (mono_s() - t0) / div;
+    if (d < 2e-6) d = 2e-6;
+    if (d > cap) d = cap;
+    struct timespec ts = {0, (long)(d * 1e9)};
     nanosleep(&ts, NULL);
-    if (ns < 256000) ns *= 2;
   }
 }
 
-static void empty_set(cp_mset *m) { memset(m, 0, sizeof *m); cp_agg_init(&m->agg); }
+static void put_fig(unsigned char *p, const fig *f) {
+  memcpy(p, &f->rank, 4); memcpy(p + 4, &f->sent, 8); memcpy(p + 12, &f->recv, 8);
+}
+static void get_fig(const unsigned char *p, fig *f) {
+  memcpy(&f->rank, p, 4); memcpy(&f->sent, p + 4, 8); memcpy(&f->recv, p + 12, 8);
+}
+
+/* The figures trailer of a received set: u32 count, count x fig.  Returns
+ * the count (0 when absent or damaged) and where the entries are. */
+static uint32_t trailer_of(const cp_pbuf *b, const unsigned char **at) {
+  uint64_t set_len = 0;
+  uint32_t n = 0;
+  *at = NULL;
+  if (cp_pset_count(b->p, b->len, NULL, &set_len) != 0 || b->len - set_len < 4) return 0;
+  memcpy(&n, b->p + set_len, 4);
+  if (n > (b->len - set_len - 4) / FIG_BYTES) return 0;
+  *at = b->p + set_len + 4;
+  return n;
+}
 
 int cp_tree_collate(MPI_Comm comm, const cp_rank_data *mine, int hash_bits,
                     int64_t *gids, cp_summary *out, cp_tree_info *info) {
@@ -50,133 +95,159 @@ int cp_tree_collate(MPI_Comm comm, const cp_rank_data *mine, int hash_bits,
   info->rounds = R;
   PMPI_Barrier(comm);
   double t0 = PMPI_Wtime();
+  double cA = cpu_now();
 
-  uint32_t *l2i = calloc(mine->npaths + 1, sizeof *l2i);
-  cp_mset cur;
-  if (!l2i || cp_mset_from_rank(mine, hash_bits, &cur, l2i) != 0) {
+  cp_pbuf in[MAXIN];
+  uint32_t *maps[MAXIN];
+  uint64_t nin[MAXIN];
+  int child[MAXIN];
+  memset(in, 0, sizeof in); memset(maps, 0, sizeof maps); memset(nin, 0, sizeof nin);
+  size_t k = 1;
+  uint32_t *l2i = malloc((mine->npaths + 1) * sizeof *l2i);
+  if (!l2i || cp_pset_from_rank(mine, hash_bits, &in[0], l2i) != 0) {
     fprintf(stderr, "collprof: rank %d: out of memory for collation; its paths are left out\n", rank);
-    empty_set(&cur);
+    free(l2i); l2i = NULL;
+    if (cp_pset_empty(&in[0]) != 0) in[0].len = 0;
     rc = -1;
   }
-  step steps[32];
-  int nsteps = 0, parent = -1;
-  unsigned char *sent_buf = NULL;
+  child[0] = rank;
 
-  /* ---- up ---- */
-  for (int k = 0; k < R; k++) {
-    int mask = 1 << k;
-    if (rank & mask) {
-      parent = rank - mask;
-      size_t len = 0;
-      if (cp_mset_pack(&cur, &sent_buf, &len) != 0) {
-        /* cannot pack: send an empty set so the parent is not kept waiting */
-        cp_mset_free(&cur); empty_set(&cur);
-        cp_mset_pack(&cur, &sent_buf, &len);
-        rc = -1;
-      }
-      PMPI_Send(sent_buf, (int)len, MPI_BYTE, parent, TAG_UP, comm);
-      info->bytes_sent += len;
-      free(sent_buf); sent_buf = NULL;
-      break;
-    }
+  double cB = cpu_now();
+  /* ---- up: receive every child's set ---- */
+  int parent = -1;
+  uint64_t recv_up = 0;
+  for (int r = 0; r < R; r++) {
+    int mask = 1 << r;
+    if (rank & mask) { parent = rank - mask; break; }
     if (rank + mask >= P) continue;
-    step *s = &steps[nsteps++];
-    memset(s, 0, sizeof *s);
-    s->child = rank + mask;
     MPI_Status st;
     int count = 0;
-    wait_probe(s->child, TAG_UP, comm, &st);
+    wait_probe(rank + mask, TAG_UP, comm, &st, 16, 250e-6);
     PMPI_Get_count(&st, MPI_BYTE, &count);
-    s->buf = malloc(count ? (size_t)count : 1);
-    PMPI_Recv(s->buf, count, MPI_BYTE, s->child, TAG_UP, comm, MPI_STATUS_IGNORE);
-    info->bytes_recv += (uint64_t)count;
-    cp_mset child, merged;
-    if (!s->buf || cp_mset_unpack(s->buf, (size_t)count, &child) != 0) {
-      fprintf(stderr, "collprof: rank %d: bad collation message from rank %d\n", rank, s->child);
-      empty_set(&child);
+    cp_pbuf *b = &in[k];
+    if (cp_pbuf_alloc(b, count > 0 ? (size_t)count : 1) != 0) {
+      /* cannot hold it: receive into a scratch byte to unblock the sender */
+      unsigned char junk[1];
+      PMPI_Recv(junk, 0, MPI_BYTE, rank + mask, TAG_UP, comm, MPI_STATUS_IGNORE);
       rc = -1;
+    } else {
+      PMPI_Recv(b->p, count, MPI_BYTE, rank + mask, TAG_UP, comm, MPI_STATUS_IGNORE);
+      b->len = (size_t)count;
     }
-    s->prevn = cur.npaths; s->childn = child.npaths;
-    s->prevmap = malloc((cur.npaths + 1) * sizeof *s->prevmap);
-    s->childmap = malloc((child.npaths + 1) * sizeof *s->childmap);
-    if (!s->prevmap || !s->childmap ||
-        cp_mset_merge(&cur, &child, &merged, s->prevmap, s->childmap) != 0) {
-      fprintf(stderr, "collprof: rank %d: out of memory merging rank %d's paths\n", rank, s->child);
-      for (size_t i = 0; s->prevmap && i < cur.npaths; i++) s->prevmap[i] = (uint32_t)i;
-      free(s->childmap); s->childmap = NULL;
-      cp_mset_free(&child);
-      rc = -1;
-      continue;
-    }
-    cp_mset_free(&child);
-    cp_mset_free(&cur);
-    cur = merged;
+    recv_up += (uint64_t)count;
+    child[k++] = rank + mask;
   }
 
-  /* ---- root: the global set ---- */
-  size_t n = cur.npaths;
-  int64_t *ids = malloc((n + 1) * sizeof *ids);
-  if (rank == 0) {
-    for (size_t i = 0; ids && i < n; i++) ids[i] = (int64_t)i;
-    if (out) {
-      if (cp_summary_build(&cur, mine, P, hash_bits, out) != 0) rc = -1;
-      else out->coll.global_set_bytes = cp_mset_packed_size(&cur);
+  /* the figures of this subtree: children's trailers, then ours */
+  size_t nfig = 1;
+  for (size_t i = 1; i < k; i++) { const unsigned char *at; nfig += trailer_of(&in[i], &at); }
+  fig *figs = calloc(nfig, sizeof *figs);
+  nfig = 0;
+  if (figs) {
+    nfig = 1;
+    for (size_t i = 1; i < k; i++) {
+      const unsigned char *at;
+      uint32_t n = trailer_of(&in[i], &at);
+      for (uint32_t j = 0; j < n; j++) get_fig(at + (size_t)j * FIG_BYTES, &figs[nfig++]);
     }
   }
-  cp_mset_free(&cur);
-  for (int s = 0; s < nsteps; s++) { free(steps[s].buf); steps[s].buf = NULL; }
 
-  /* ---- down ---- */
+  double cC = cpu_now();
+  /* ---- merge: one pass over all inputs ---- */
+  uint64_t down_sent = 0;
+  for (size_t i = 0; i < k; i++) {
+    if (!in[i].p || cp_pset_count(in[i].p, in[i].len, &nin[i], NULL) != 0) {
+      if (i) fprintf(stderr, "collprof: rank %d: bad collation message from rank %d\n", rank, child[i]);
+      nin[i] = 0; rc = -1;
+    }
+    maps[i] = malloc((nin[i] + 1) * sizeof *maps[i]);
+    if (!maps[i]) { nin[i] = 0; rc = -1; }
+    if (i) down_sent += nin[i] * 4;
+  }
+  uint64_t nout = 0, set_bytes = 0;
+  cp_pbuf up;
+  memset(&up, 0, sizeof up);
+  size_t tr = 4 + nfig * FIG_BYTES;
   if (parent >= 0) {
+    if (cp_pset_merge(in, k, maps, &up, tr, NULL, &set_bytes, &nout) != 0) rc = -1;
+    if (!up.p && cp_pset_empty(&up) != 0) up.len = 0;
+    if (!up.p || up.cap - up.len < tr) nfig = 0, tr = up.p && up.cap - up.len >= 4 ? 4 : 0;
+    if (up.p && cp_pset_count(up.p, up.len, &nout, NULL) != 0) nout = 0;
+  } else {
+    if (out) cp_summary_config(out, mine, P, hash_bits);
+    if (cp_pset_merge(in, k, maps, NULL, 0, out, &set_bytes, &nout) != 0) rc = -1;
+  }
+  for (size_t i = 0; i < k; i++) cp_pbuf_free(&in[i]);
+  double cD = cpu_now();
+
+  if (parent >= 0) {
+    /* ---- send up, with the figures ---- */
+    size_t len = up.len;
+    if (figs && nfig) {
+      figs[0].rank = (uint32_t)rank;
+      figs[0].sent = up.len + tr + down_sent;
+      figs[0].recv = recv_up + nout * 4;
+    }
+    if (tr >= 4) {
+      uint32_t n = (uint32_t)nfig;
+      memcpy(up.p + len, &n, 4);
+      for (size_t j = 0; j < nfig; j++) put_fig(up.p + len + 4 + j * FIG_BYTES, &figs[j]);
+      len += tr;
+    }
+    PMPI_Send(up.p, (int)len, MPI_BYTE, parent, TAG_UP, comm);
+    info->bytes_sent += len;
+    cp_pbuf_free(&up);
+
+    /* ---- down: the ids of the set we sent, then each child's ---- */
     MPI_Status st;
     int count = 0;
-    wait_probe(parent, TAG_DOWN, comm, &st);
-    PMPI_Get_count(&st, MPI_INT64_T, &count);
-    int64_t *got = malloc(((size_t)count + 1) * sizeof *got);
-    PMPI_Recv(got, count, MPI_INT64_T, parent, TAG_DOWN, comm, MPI_STATUS_IGNORE);
-    info->bytes_recv += (uint64_t)count * 8;
-    for (size_t i = 0; ids && i < n; i++) ids[i] = got && (size_t)count == n ? got[i] : -1;
-    free(got);
-  }
-  for (int s = nsteps - 1; s >= 0; s--) {
-    step *st = &steps[s];
-    int64_t *child_ids = malloc((st->childn + 1) * sizeof *child_ids);
-    for (size_t j = 0; child_ids && j < st->childn; j++)
-      child_ids[j] = ids && st->childmap ? ids[st->childmap[j]] : -1;
-    PMPI_Send(child_ids, child_ids ? (int)st->childn : 0, MPI_INT64_T, st->child, TAG_DOWN, comm);
-    info->bytes_sent += (uint64_t)st->childn * 8;
-    free(child_ids);
-    int64_t *prev = malloc((st->prevn + 1) * sizeof *prev);
-    for (size_t i = 0; prev && i < st->prevn; i++)
-      prev[i] = ids && st->prevmap ? ids[st->prevmap[i]] : -1;
+    wait_probe(parent, TAG_DOWN, comm, &st, 8, 4e-3);
+    PMPI_Get_count(&st, MPI_UINT32_T, &count);
+    uint32_t *ids = malloc(((size_t)count + 1) * sizeof *ids);
+    PMPI_Recv(ids ? (void *)ids : (void *)&nout, ids ? count : 0, MPI_UINT32_T, parent, TAG_DOWN, comm,
+              MPI_STATUS_IGNORE);
+    info->bytes_recv += (uint64_t)count * 4;
+    if (!ids || (uint64_t)count != nout) { free(ids); ids = NULL; rc = -1; }
+    for (size_t i = 0; i < k; i++)
+      for (uint64_t j = 0; maps[i] && j < nin[i]; j++)
+        maps[i][j] = ids && maps[i][j] < nout ? ids[maps[i][j]] : UINT32_MAX;
     free(ids);
-    ids = prev;
-    free(st->prevmap); free(st->childmap);
   }
-  for (size_t i = 0; i < mine->npaths; i++)
-    gids[i] = ids ? ids[l2i[i]] : -1;
-  free(ids);
-  free(l2i);
-  info->wall_s = PMPI_Wtime() - t0;
+  /* maps[i] now hold global ids (at the root the output index is one) */
+  for (size_t i = 1; i < k; i++) {
+    PMPI_Send(maps[i] ? (void *)maps[i] : (void *)&nout, maps[i] ? (int)nin[i] : 0, MPI_UINT32_T, child[i],
+              TAG_DOWN, comm);
+    info->bytes_sent += nin[i] * 4;
+  }
+  for (size_t i = 0; i < mine->npaths; i++) {
+    uint32_t g = l2i && maps[0] && l2i[i] < nin[0] ? maps[0][l2i[i]] : UINT32_MAX;
+    gids[i] = g == UINT32_MAX ? -1 : (int64_t)g;
+  }
+  info->bytes_recv += recv_up;
 
-  /* ---- the collation's own figures, to rank 0 ---- */
-  uint64_t mine2[2] = {info->bytes_sent, info->bytes_recv};
-  uint64_t *all = rank == 0 ? malloc(2 * (size_t)P * sizeof *all) : NULL;
-  PMPI_Gather(mine2, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, 0, comm);
-  double wmax = 0;
-  PMPI_Reduce(&info->wall_s, &wmax, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
-  if (rank == 0 && out) {
+  /* ---- root: the summary's remaining numbers ---- */
+  if (parent < 0 && out) {
+    cp_summary_finish(out);
     cp_collation_info *c = &out->coll;
     c->online = 1; c->rounds = R; c->nranks = P;
-    c->wall_ns = (uint64_t)(wmax * 1e9);
+    c->global_set_bytes = set_bytes;
     c->bytes_sent = calloc((size_t)P, sizeof *c->bytes_sent);
     c->bytes_recv = calloc((size_t)P, sizeof *c->bytes_recv);
+    if (figs && nfig) { figs[0].rank = 0; figs[0].sent = info->bytes_sent; figs[0].recv = info->bytes_recv; }
     c->max_recv_rank = 0;
-    for (int r = 0; all && c->bytes_sent && c->bytes_recv && r < P; r++) {
-      c->bytes_sent[r] = all[2 * r]; c->bytes_recv[r] = all[2 * r + 1];
-      if (all[2 * r + 1] > c->max_recv_bytes) { c->max_recv_bytes = all[2 * r + 1]; c->max_recv_rank = r; }
+    for (size_t j = 0; c->bytes_sent && c->bytes_recv && j < nfig; j++) {
+      if (figs[j].rank >= (uint32_t)P) continue;
+      c->bytes_sent[figs[j].rank] = figs[j].sent; c->bytes_recv[figs[j].rank] = figs[j].recv;
     }
+    for (int r = 0; c->bytes_recv && r < P; r++)
+      if (c->bytes_recv[r] > c->max_recv_bytes) { c->max_recv_bytes = c->bytes_recv[r]; c->max_recv_rank = r; }
   }
-  free(all);
+  for (size_t i = 0; i < k; i++) free(maps[i]);
+  free(figs);
+  free(l2i);
+  info->wall_s = PMPI_Wtime() - t0;
+  double cE = cpu_now();
+  if (getenv("CP_TRACE")) fprintf(stderr, "T %d own %.2f up %.2f merge %.2f rest %.2f wait %.2f wakes %.0f total %.2f ms\n", rank, (cB-cA)*1e3, (cC-cB)*1e3, (cD-cC)*1e3, (cE-cD)*1e3, T_wait*1e3, T_wakes, (cE-cA)*1e3);
+  if (parent < 0 && out) out->coll.wall_ns = (uint64_t)(info->wall_s * 1e9);
   return rc;
 }

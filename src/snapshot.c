@@ -18,6 +18,7 @@
 #include "collprof.h"
 #pragma GCC visibility push(hidden)
 #include "clock.h"
+#include "output.h"
 #include "config.h"
 #include "handle.h"
 #include "mask_control.h"
@@ -56,6 +57,20 @@ static void scan_pool(cp_pool *p, scan *sc, uint64_t *evictions, uint64_t *memor
   cp_pool_unlock(p);
 }
 
+/* The end of the run.  Once the MPI layer manages the run (MPI_Finalize has
+ * begun) it is frozen at the first snapshot, so the rank file written before
+ * collation, the one rewritten with global ids after it, and the online
+ * summary all carry the same end time: offline and online collation then
+ * agree number for number. */
+static uint64_t run_end_ns(void) {
+  static _Atomic uint64_t frozen;
+  if (!cp_output_mpi_managed()) return cp_clock_now();
+  uint64_t f = atomic_load(&frozen);
+  if (f) return f;
+  uint64_t now = cp_clock_now(), zero = 0;
+  return atomic_compare_exchange_strong(&frozen, &zero, now) ? now : zero;
+}
+
 CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   if (!out) return -1;
   memset(out, 0, sizeof *out);
@@ -66,7 +81,7 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   out->world_size = 0;
   if (cp_output_get_identity) cp_output_get_identity(&out->world_rank, &out->world_size);
   out->start_mono_ns = cp_clock_start_mono();
-  out->end_mono_ns = cp_clock_now();
+  out->end_mono_ns = run_end_ns();
   out->start_wall_ns = cp_clock_start_wall();
   out->event_mask = cfg->event_mask;
   out->gpu_sample = cfg->gpu_sample;
@@ -129,7 +144,7 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   out->trace_dropped = cp_trace_dropped();
   out->bad_calls = cp_core_bad_calls();
   out->gpu_sampled_calls = cp_mask_sampled_calls();
-  out->memory_bytes = memory;
+  out->memory_bytes = memory + cp_trace_memory_bytes();
   return 0;
 }
 

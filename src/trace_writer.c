@@ -10,7 +10,9 @@
  * system call on the hot path).  A full ring drops the record and counts
  * it; the writer thread prints one warning.
  *
- * Rings are created on a thread's first record and linked into a global
+ * Rings hold COLLPROF_TRACE_BUFFER records rounded up to a power of two
+ * (index by mask).  They are created on a thread's first record (the only
+ * allocation) and linked into a global
  * list that is only ever pushed to.  When a thread exits its ring is marked
  * dead; once drained it is free and the next new thread takes it over, so
  * memory stays bounded by the peak number of threads.
@@ -21,7 +23,9 @@
  * with ftruncate, the records counted as lost (full disk: one warning,
  * keep going).  All file work happens under the "io lock": a mutex for
  * ordinary threads plus an atomic owner word (the kernel tid) that the
- * signal-time flush can try without blocking.
+ * signal-time flush takes with compare-and-swap only: it skips when it
+ * interrupted the holder itself, and otherwise waits at most ~200 ms for
+ * another thread's write to end (a SIGTERM usually leaves seconds).
  *
  * Unwritable folder: one warning, the trace is off (records are no longer
  * accepted); the in-memory profile and snapshots are unaffected.

@@ -91,6 +91,40 @@ for p in p0 p1; do
   run_case "ar_nvlink/$p mask=2" "$FIX/ar_nvlink/$p.jsonl" "--mask 2" COLLPROF_GPU_SAMPLE=0
 done
 
+# The live mask: with GPU sampling the plugin turns KernelCh on for some API
+# calls only, and the replay (like NCCL) applies the mask read at each
+# GroupApi start to the whole call.  So each Coll has either none or all of
+# its recorded KernelCh, and as many Colls have them as the plugin sampled.
+if [ -e "$FIX/ar_nvlink/p0.jsonl" ]; then
+  mkdir -p "$T/live"
+  env -u NCCL_PROFILE_EVENT_MASK COLLPROF_GPU_SAMPLE=4 COLLPROF_OUTPUT_DIR="$T/live" \
+    "$REPLAY" --no-mpi --plugin "$PLUGIN" "$FIX/ar_nvlink/p0.jsonl" 2>"$T/live.err"
+  ok "live mask (COLLPROF_GPU_SAMPLE=4): KernelCh all-or-nothing per API call" python3 - \
+    "$FIX/ar_nvlink/p0.jsonl" "$(ls "$T"/live/pid*.jsonl 2>/dev/null | head -n 1)" <<'EOF'
+import json, sys
+cap = [json.loads(l) for l in open(sys.argv[1])]
+seq_of = {r["h"]: r["seq"] for r in cap if r["cb"] == "start" and r["type"] == 2}
+want = {}
+for r in cap:
+    if r["cb"] == "start" and r["type"] == 64:
+        want[seq_of[r["parent"]]] = want.get(seq_of[r["parent"]], 0) + 1
+out = [json.loads(l) for l in open(sys.argv[2])]
+colls = [r for r in out if r.get("type") == "ncclProfileColl"]
+rank = [r for r in out if r.get("recordType") == "rank"][0]
+got = {}
+for k in (r for r in out if r.get("type") == "ncclProfileKernelCh"):
+    # the latest Coll with that handle that started before the KernelCh
+    c = max((c for c in colls if c["eventAddr"] == k["parentObj"]
+             and c["start"]["ts"] <= k["start"]["ts"]), key=lambda c: c["start"]["ts"])
+    got[c["details"]["seq"]] = got.get(c["details"]["seq"], 0) + 1
+bad = {s: (n, want.get(s)) for s, n in got.items() if n != want.get(s)}
+print("sampled calls", rank["gpuSampledCalls"], "Colls with KernelCh", len(got), "of", len(colls))
+assert not bad, "KernelCh per Coll seq (got, recorded): %r" % bad
+assert 0 < len(got) < len(colls), "sampling should cover some calls, not all"
+assert len(got) == rank["gpuSampledCalls"], "gpuSampledCalls != Colls with KernelCh"
+EOF
+fi
+
 # Loading the way NCCL does (NCCL_PROFILER_PLUGIN), with the do-nothing
 # plugin where collprof's output would get in the way.
 F1=$FIX/ar_nvlink/p0.jsonl

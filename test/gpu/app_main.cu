@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { MAXSIZES = 64, MAXTHR = 2 };
 
@@ -153,6 +154,15 @@ static void phase_graph(gpu_thr *g) {
   CUDACHECK(cudaGraphDestroy(graph));
 }
 
+/* Phase progress on stderr from NCCL rank 0, so a log shows where a run stood. */
+static void progress(gpu_thr *g, const char *what) {
+  if (g->nccl_rank != 0) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  fprintf(stderr, "collprof-gpu-app: %s done at %.3f s\n", what, ts.tv_sec + ts.tv_nsec / 1e9);
+  fflush(stderr);
+}
+
 static void *thr_main(void *arg) {
   gpu_thr *g = (gpu_thr *)arg;
   CUDACHECK(cudaSetDevice(g->dev));
@@ -160,13 +170,15 @@ static void *thr_main(void *arg) {
   cfg.commName = "world";
   NCCLCHECK(ncclCommInitRankConfig(&g->world.comm, g->nccl_n, g->id, g->nccl_rank, &cfg));
   comm_setup(&g->world, "world", opt.max > (4u << 20) ? opt.max : (4u << 20), g->dev);
-  if (opt.phase_sweep) phase_sweep(g);
-  if (opt.phase_split) phase_split(g);
-  if (opt.phase_graph) phase_graph(g);
+  progress(g, "init");
+  if (opt.phase_sweep) { phase_sweep(g); progress(g, "sweep"); }
+  if (opt.phase_split) { phase_split(g); progress(g, "split"); }
+  if (opt.phase_graph) { phase_graph(g); progress(g, "graph"); }
   CUDACHECK(cudaStreamSynchronize(g->world.stream));
   /* destroy so that the profiler's finalize runs before MPI_Finalize */
   if (g->has_split) NCCLCHECK(ncclCommDestroy(g->split.comm));
   NCCLCHECK(ncclCommDestroy(g->world.comm));
+  progress(g, "destroy");
   return NULL;
 }
 

@@ -173,8 +173,9 @@ int rp_replay(rp_capture *c, int api, int timed) {
   for (int t = 0; t < nt; t++) {
     args[t].r = &r; args[t].me = t;
     if (pthread_create(&th[t], NULL, thread_main, &args[t]) != 0) {
-      rp_log("pthread_create failed");
-      break;
+      /* the started threads would wait forever for this one's lines */
+      rp_log("pthread_create failed for recorded thread %ld", c->tids[t]);
+      exit(1);
     }
     started++;
   }

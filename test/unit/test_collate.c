@@ -7,7 +7,7 @@
  * the inputs, not typed in.
  */
 #include "collate_run.h"
-#include "merge.h"
+#include "pset.h"
 #include "rankfile_read.h"
 #include "reduce.h"
 #include "report.h"
@@ -74,10 +74,12 @@ int main(void) {
   ok(a && a->s.calls == 30 && a->s.total_ns == 6000 && a->s.nranks == 3, "A summed over 3 ranks");
   ok(a->s.tmax_ns == 3000 && a->s.tmax_rank == 1 && a->s.tmin_ns == 1000 && a->s.tmin_rank == 0,
      "A min/max with ranks");
-  ok(a->avg_ns == 2000.0 && a->imbalance_pct == 50.0 && a->imbalance_rank == 1, "A imbalance +50% on rank 1");
+  cp_gderived da, db, dc;
+  cp_gpath_derive(&s, a, &da); cp_gpath_derive(&s, b, &db); cp_gpath_derive(&s, c, &dc);
+  ok(da.avg_ns == 2000.0 && da.imbalance_pct == 50.0 && da.imbalance_rank == 1, "A imbalance +50% on rank 1");
   /* B: 300 on rank 0, 100 on rank 2, absent on 1: avg 200, not 133 */
-  ok(b->s.nranks == 2 && b->avg_ns == 200.0 && b->s.tmin_rank == 2, "B: missing rank is not a zero");
-  ok(c->s.nranks == 1 && c->s.tmin_rank == 2 && c->s.tmax_rank == 2 && c->imbalance_pct == 0.0,
+  ok(b->s.nranks == 2 && db.avg_ns == 200.0 && b->s.tmin_rank == 2, "B: missing rank is not a zero");
+  ok(c->s.nranks == 1 && c->s.tmin_rank == 2 && c->s.tmax_rank == 2 && dc.imbalance_pct == 0.0,
      "C on one rank only");
   /* imbalance negative when the minimum deviates more: totals 10, 100, 100 */
   {
@@ -88,7 +90,9 @@ int main(void) {
     cp_summary s2;
     cp_collate_run(&r2run, 64, &s2);
     double avg = 70.0, expect = -100.0 * (avg - 10) / avg;
-    ok(s2.paths[0].imbalance_pct < 0 && s2.paths[0].imbalance_pct == expect && s2.paths[0].imbalance_rank == 0,
+    cp_gderived d2;
+    cp_gpath_derive(&s2, &s2.paths[0], &d2);
+    ok(d2.imbalance_pct < 0 && d2.imbalance_pct == expect && d2.imbalance_rank == 0,
        "imbalance negative when the minimum is the larger deviation");
     cp_summary_free(&s2); cp_run_free(&r2run);
   }
@@ -100,29 +104,48 @@ int main(void) {
     }
   ok(ids_ok, "every rank path got its global id");
   double selfsum = 0;
-  for (size_t i = 0; i < s.npaths; i++) selfsum += s.paths[i].self_pct;
+  for (size_t i = 0; i < s.npaths; i++) { cp_gderived d; cp_gpath_derive(&s, &s.paths[i], &d); selfsum += d.self_pct; }
   ok(selfsum > 99.999 && selfsum < 100.001, "self % sums to 100");
   ok(s.agg.overhead_ns == 15 + 30 + 45, "overhead = events x cost summed");
 
-  /* merge order independence and packing */
-  cp_mset m[3], ab, abc1, bc, abc2;
-  for (int i = 0; i < 3; i++) cp_mset_from_rank(&run.ranks[i], 64, &m[i], NULL);
-  cp_mset_merge(&m[0], &m[1], &ab, NULL, NULL); cp_mset_merge(&ab, &m[2], &abc1, NULL, NULL);
-  cp_mset_merge(&m[1], &m[2], &bc, NULL, NULL); cp_mset_merge(&bc, &m[0], &abc2, NULL, NULL);
-  unsigned char *b1, *b2; size_t l1, l2;
-  cp_mset_pack(&abc1, &b1, &l1); cp_mset_pack(&abc2, &b2, &l2);
-  ok(l1 == l2 && !memcmp(b1, b2, l1), "merge order does not change the result");
-  ok(l1 == cp_mset_packed_size(&abc1), "packed size predicted");
-  cp_mset u;
-  ok(cp_mset_unpack(b1, l1, &u) == 0 && u.npaths == abc1.npaths, "unpack");
-  unsigned char *b3; size_t l3;
-  cp_mset_pack(&u, &b3, &l3);
-  ok(l3 == l1 && !memcmp(b1, b3, l1), "pack(unpack(x)) == x");
-  cp_mset_free(&u);
-  ok(cp_mset_unpack(b1, l1 - 3, &u) != 0, "truncated buffer rejected without crash");
-  free(b1); free(b2); free(b3);
-  for (int i = 0; i < 3; i++) cp_mset_free(&m[i]);
-  cp_mset_free(&ab); cp_mset_free(&abc1); cp_mset_free(&bc); cp_mset_free(&abc2);
+  /* merge order and grouping independence: ((0,1),2) = ((1,2),0) = (0,1,2),
+   * byte for byte; maps point every input path at its merged path */
+  {
+    cp_pbuf m[3], ab, bc, abc1, abc2, abc3, p2[2];
+    uint32_t l2i[3][3], mp[3][8];
+    uint32_t *mv[3] = {mp[0], mp[1], mp[2]};
+    for (int i = 0; i < 3; i++) cp_pset_from_rank(&run.ranks[i], 64, &m[i], l2i[i]);
+    uint64_t n1 = 0, n2 = 0, n3 = 0, bytes = 0;
+    cp_pset_merge(m, 2, NULL, &ab, 0, NULL, NULL, NULL);
+    p2[0] = ab; p2[1] = m[2];
+    cp_pset_merge(p2, 2, NULL, &abc1, 0, NULL, &bytes, &n1);
+    p2[0] = m[1]; p2[1] = m[2];
+    cp_pset_merge(p2, 2, NULL, &bc, 0, NULL, NULL, NULL);
+    p2[0] = bc; p2[1] = m[0];
+    cp_pset_merge(p2, 2, NULL, &abc2, 0, NULL, NULL, &n2);
+    cp_pset_merge(m, 3, mv, &abc3, 0, NULL, NULL, &n3);
+    ok(n1 == 5 && n2 == 5 && n3 == 5, "merges give 5 paths");
+    ok(abc1.len == abc2.len && !memcmp(abc1.p, abc2.p, abc1.len) && abc1.len == abc3.len &&
+       !memcmp(abc1.p, abc3.p, abc1.len), "merge order and grouping do not change the result");
+    ok(bytes == abc1.len, "set size reported = packed size");
+    int mapped = 1;
+    for (int i = 0; i < 3; i++)
+      for (size_t j = 0; j < run.ranks[i].npaths; j++)
+        if ((int64_t)mp[i][l2i[i][j]] != run.ranks[i].paths[j].id) mapped = 0;
+    ok(mapped, "k-way maps = global ids of the offline collation");
+    /* damaged input: counted as empty from the damage on, no crash */
+    cp_pbuf bad = abc1;
+    bad.len = abc1.len - 3;
+    uint64_t nb = 0;
+    cp_pbuf outb;
+    p2[0] = bad; p2[1] = m[0];
+    ok(cp_pset_merge(p2, 2, NULL, &outb, 0, NULL, NULL, &nb) != 0 && nb >= 3, "truncated set rejected without crash");
+    cp_pbuf_free(&outb);
+    uint64_t np = 0;
+    ok(cp_pset_count(abc1.p, 7, &np, NULL) != 0, "truncated header rejected");
+    for (int i = 0; i < 3; i++) cp_pbuf_free(&m[i]);
+    cp_pbuf_free(&ab); cp_pbuf_free(&bc); cp_pbuf_free(&abc1); cp_pbuf_free(&abc2); cp_pbuf_free(&abc3);
+  }
 
   /* hash truncation forces collisions */
   cp_summary s4;

@@ -1,0 +1,604 @@
+/*
+ * pset.c — packed path sets (pset.h): buffers, one rank's set, the k-way
+ * merge into a packed set or into the summary.
+ */
+#include "pset.h"
+#include "reduce.h"
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define PSET_MAGIC 0x4350534554320000ull /* "CPSET2" */
+#define BIG ((size_t)64 << 10)            /* mmap from here; release in steps of this */
+
+/* ---- buffers ---- */
+
+int cp_pbuf_alloc(cp_pbuf *b, size_t cap) {
+  memset(b, 0, sizeof *b);
+  if (cap < 64) cap = 64;
+  void *p;
+  if (cap >= BIG) {
+    p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) p = NULL;
+  } else p = malloc(cap);
+  if (!p) return -1;
+  b->p = p; b->cap = cap;
+  return 0;
+}
+
+void cp_pbuf_free(cp_pbuf *b) {
+  if (b->p) { if (b->cap >= BIG) munmap(b->p, b->cap); else free(b->p); }
+  memset(b, 0, sizeof *b);
+}
+
+/* Give back the pages below off: the merge never reads them again. */
+static void pbuf_release_below(cp_pbuf *b, const unsigned char *at) {
+  if (b->cap < BIG) return;
+  size_t off = (size_t)(at - b->p);
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  size_t to = off / pg * pg;
+  if (to >= b->released + BIG) {
+    madvise(b->p + b->released, to - b->released, MADV_DONTNEED);
+    b->released = to;
+  }
+}
+
+/* ---- bytes ---- */
+
+typedef struct { unsigned char *p; size_t len, cap; int err; } wr;
+static inline void put(wr *w, const void *s, size_t n) {
+  if (w->err || w->cap - w->len < n) { w->err = 1; return; }
+  memcpy(w->p + w->len, s, n);
+  w->len += n;
+}
+static inline size_t varenc(unsigned char *b, uint64_t v) {
+  size_t n = 0;
+  do { b[n] = (unsigned char)(v & 0x7f); v >>= 7; if (v) b[n] |= 0x80; n++; } while (v);
+  return n;
+}
+static inline size_t varlen(uint64_t v) { size_t n = 1; while (v >>= 7) n++; return n; }
+static inline void putvar(wr *w, uint64_t v) { unsigned char b[10]; put(w, b, varenc(b, v)); }
+static inline void put64(wr *w, uint64_t v) { put(w, &v, 8); }
+static inline void put32(wr *w, uint32_t v) { put(w, &v, 4); }
+
+typedef struct { const unsigned char *p, *end; int err; } rd;
+static inline const unsigned char *get(rd *r, size_t n) {
+  if (r->err || (size_t)(r->end - r->p) < n) { r->err = 1; return NULL; }
+  const unsigned char *q = r->p;
+  r->p += n;
+  return q;
+}
+static inline uint64_t getvar(rd *r) {
+  uint64_t v = 0;
+  for (int sh = 0; sh < 70 && r->p < r->end; sh += 7) {
+    unsigned b = *r->p++;
+    v |= (uint64_t)(b & 0x7f) << sh;
+    if (!(b & 0x80)) return v;
+  }
+  r->err = 1;
+  return 0;
+}
+static inline uint64_t get64(rd *r) { uint64_t v = 0; const unsigned char *q = get(r, 8); if (q) memcpy(&v, q, 8); return v; }
+static inline uint32_t get32(rd *r) { uint32_t v = 0; const unsigned char *q = get(r, 4); if (q) memcpy(&v, q, 4); return v; }
+
+/* the numbers of a path in a fixed order; sentinels shifted to stay small */
+#define PSTAT_FIELDS(X, s) \
+  X((s)->calls) X((s)->total_ns) X((s)->self_ns) X((s)->bytes) X((s)->states) X((s)->gpu_ns) \
+  X((s)->gpu_samples) X((s)->unterminated) X((s)->ev_min_ns + 1) X((s)->ev_max_ns) X((s)->nranks) \
+  X((s)->tmin_ns) X((uint64_t)((int64_t)(s)->tmin_rank + 1)) X((s)->tmax_ns) \
+  X((uint64_t)((int64_t)(s)->tmax_rank + 1))
+#define PSTAT_MAX 150
+static size_t pstat_enc(unsigned char *b, const cp_pstat *s) {
+  size_t n = 0;
+#define ENC(v) n += varenc(b + n, v);
+  PSTAT_FIELDS(ENC, s)
+#undef ENC
+  return n;
+}
+static void pstat_dec(rd *r, cp_pstat *s) {
+  s->calls = getvar(r); s->total_ns = getvar(r); s->self_ns = getvar(r); s->bytes = getvar(r);
+  s->states = getvar(r); s->gpu_ns = getvar(r); s->gpu_samples = getvar(r); s->unterminated = getvar(r);
+  s->ev_min_ns = getvar(r) - 1; s->ev_max_ns = getvar(r); s->nranks = (uint32_t)getvar(r);
+  s->tmin_ns = getvar(r); s->tmin_rank = (int32_t)((int64_t)getvar(r) - 1);
+  s->tmax_ns = getvar(r); s->tmax_rank = (int32_t)((int64_t)getvar(r) - 1);
+}
+
+/* one record; returns its size (written when w) */
+static size_t rec_put(wr *w, uint64_t hash, const unsigned char *path, size_t plen, const unsigned char *func,
+                      size_t flen, uint32_t lt, const cp_pstat *s) {
+  unsigned char st[PSTAT_MAX];
+  size_t sl = pstat_enc(st, s);
+  size_t rest = varlen(plen) + plen + 1 + varlen(flen) + flen + 1 + varlen(lt) + sl;
+  if (w) {
+    static const unsigned char nul = 0;
+    put64(w, hash); putvar(w, rest);
+    putvar(w, plen); put(w, path, plen); put(w, &nul, 1);
+    putvar(w, flen); put(w, func, flen); put(w, &nul, 1);
+    putvar(w, lt); put(w, st, sl);
+  }
+  return 8 + varlen(rest) + rest;
+}
+
+/* Which of two descriptions of one path is kept when ranks disagree (they
+ * should not): the smaller (leaf type, func bytes), so the result does not
+ * depend on the order of merging. */
+static int desc_less(uint32_t lta, const unsigned char *fa, size_t fla,
+                     uint32_t ltb, const unsigned char *fb, size_t flb) {
+  if (lta != ltb) return lta < ltb;
+  int c = memcmp(fa, fb, fla < flb ? fla : flb);
+  return c ? c < 0 : fla < flb;
+}
+
+/* ---- header ---- */
+
+typedef struct {
+  uint64_t npaths, set_len;
+  uint32_t nhosts, ncomms;
+  cp_agg agg;
+  const unsigned char *hosts_at, *recs;   /* hosts then comms; first record */
+} hdr;
+
+static int hdr_read(const unsigned char *buf, size_t len, hdr *h) {
+  memset(h, 0, sizeof *h);
+  rd r = {buf, buf + len, 0};
+  if (get64(&r) != PSET_MAGIC) return -1;
+  h->set_len = get64(&r); h->npaths = get64(&r);
+  h->nhosts = get32(&r); h->ncomms = get32(&r);
+  const unsigned char *a = get(&r, sizeof h->agg);
+  if (r.err || h->set_len > len || h->npaths > len / 8 || h->nhosts > len || h->ncomms > len) return -1;
+  memcpy(&h->agg, a, sizeof h->agg);
+  r.end = buf + h->set_len;
+  h->hosts_at = r.p;
+  for (uint32_t i = 0; i < h->nhosts && !r.err; i++) { get64(&r); get(&r, get32(&r)); }
+  for (uint32_t i = 0; i < h->ncomms && !r.err; i++) {
+    get64(&r); get64(&r); get64(&r); get32(&r); get32(&r); get(&r, get32(&r));
+  }
+  h->recs = r.p;
+  return r.err ? -1 : 0;
+}
+
+int cp_pset_count(const unsigned char *buf, size_t len, uint64_t *npaths, uint64_t *set_len) {
+  hdr h;
+  if (hdr_read(buf, len, &h) != 0) return -1;
+  if (npaths) *npaths = h.npaths;
+  if (set_len) *set_len = h.set_len;
+  return 0;
+}
+
+static void hdr_put(wr *w, uint64_t npaths, const cp_agg *a, const cp_mhost *hs, size_t nh,
+                    const cp_mcomm *cs, size_t nc) {
+  put64(w, PSET_MAGIC); put64(w, 0); put64(w, npaths);
+  put32(w, (uint32_t)nh); put32(w, (uint32_t)nc);
+  put(w, a, sizeof *a);
+  for (size_t i = 0; i < nh; i++) { put64(w, hs[i].ranks); put32(w, hs[i].len); put(w, hs[i].name, hs[i].len); }
+  for (size_t i = 0; i < nc; i++) {
+    const cp_mcomm *c = &cs[i];
+    put64(w, c->comm_id); put64(w, c->members); put64(w, c->events);
+    put32(w, (uint32_t)c->nranks); put32(w, (uint32_t)c->nnodes);
+    put32(w, c->nlen); put(w, c->name, c->nlen);
+  }
+}
+static size_t hdr_size(size_t nh, const cp_mhost *hs, size_t nc, const cp_mcomm *cs) {
+  size_t n = 32 + sizeof(cp_agg);
+  for (size_t i = 0; i < nh; i++) n += 12 + hs[i].len;
+  for (size_t i = 0; i < nc; i++) n += 36 + cs[i].nlen;
+  return n;
+}
+static void hdr_patch(wr *w, uint64_t npaths) {
+  uint64_t sl = w->len;
+  if (w->cap >= 24) { memcpy(w->p + 8, &sl, 8); memcpy(w->p + 16, &npaths, 8); }
+}
+
+static int bytes_cmp(const char *a, uint32_t al, const char *b, uint32_t bl) {
+  int c = memcmp(a, b, al < bl ? al : bl);
+  if (c) return c;
+  return al < bl ? -1 : al > bl;
+}
+static int mhost_cmp(const void *x, const void *y) {
+  const cp_mhost *a = x, *b = y;
+  return bytes_cmp(a->name, a->len, b->name, b->len);
+}
+static int mcomm_cmp(const void *x, const void *y) {
+  const cp_mcomm *a = x, *b = y;
+  return a->comm_id < b->comm_id ? -1 : a->comm_id > b->comm_id;
+}
+/* sort and combine equal entries in place; returns the new count */
+static size_t hosts_unique(cp_mhost *h, size_t n) {
+  qsort(h, n, sizeof *h, mhost_cmp);
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (m && !mhost_cmp(&h[m - 1], &h[i])) h[m - 1].ranks += h[i].ranks;
+    else h[m++] = h[i];
+  }
+  return m;
+}
+static size_t comms_unique(cp_mcomm *c, size_t n) {
+  qsort(c, n, sizeof *c, mcomm_cmp);
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (m && c[m - 1].comm_id == c[i].comm_id) { c[m - 1].members += c[i].members; c[m - 1].events += c[i].events; }
+    else c[m++] = c[i];
+  }
+  return m;
+}
+
+/* ---- one rank ---- */
+
+static void agg_from_rank(const cp_rank_data *r, cp_agg *a) {
+  cp_agg_init(a);
+  a->ranks_reported = 1;
+  a->ranks_with_nccl = r->ncomms > 0;
+  a->events_recorded = r->events_recorded; a->events_pxn = r->events_pxn;
+  a->unterminated = r->unterminated; a->blacklist_evictions = r->blacklist_evictions;
+  a->unknown_parent = r->unknown_parent; a->trace_dropped = r->trace_dropped;
+  a->bad_calls = r->bad_calls; a->gpu_sampled_calls = r->gpu_sampled_calls;
+  a->memory_bytes = a->memory_max_bytes = r->memory_bytes;
+  double ov = (double)r->events_recorded * r->per_event_cost_ns;
+  a->overhead_ns = ov > 0 && isfinite(ov) ? (uint64_t)llround(ov) : 0;
+  uint64_t rt = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;
+  if (r->start_wall_ns) {
+    a->start_wall_min_ns = r->start_wall_ns;
+    a->end_wall_max_ns = r->start_wall_ns + (int64_t)rt;
+  }
+  a->runtime_max_ns = rt; a->runtime_max_rank = r->rank;
+  a->nccl_version = r->nccl_version;
+  a->event_mask_or = r->event_mask;
+  a->bw_nranks = 0;
+  for (size_t i = 0; i < r->ncomms; i++) {
+    int n = r->comms[i].nranks;
+    if (a->bw_nranks == 0) a->bw_nranks = n;
+    else if (a->bw_nranks != n) a->bw_nranks = -1;
+  }
+}
+
+/* Same path twice in one rank (the plugin's paths are unique; files may
+ * not be): add the numbers, the rank's total is their sum. */
+static void pstat_add_same_rank(cp_pstat *into, const cp_pstat *from) {
+  into->calls += from->calls; into->total_ns += from->total_ns;
+  into->self_ns += from->self_ns; into->bytes += from->bytes;
+  into->states += from->states; into->gpu_ns += from->gpu_ns;
+  into->gpu_samples += from->gpu_samples; into->unterminated += from->unterminated;
+  if (from->ev_min_ns < into->ev_min_ns) into->ev_min_ns = from->ev_min_ns;
+  if (from->ev_max_ns > into->ev_max_ns) into->ev_max_ns = from->ev_max_ns;
+  into->tmin_ns = into->tmax_ns = into->total_ns;
+}
+
+typedef struct { uint64_t hash; uint32_t idx; } rkey;
+static int rkey_cmp(const void *x, const void *y, void *ctx) {
+  const rkey *a = x, *b = y;
+  if (a->hash != b->hash) return a->hash < b->hash ? -1 : 1;
+  const cp_path_rec *p = ctx;
+  const char *pa = p[a->idx].path ? p[a->idx].path : "", *pb = p[b->idx].path ? p[b->idx].path : "";
+  return strcmp(pa, pb);
+}
+
+int cp_pset_empty(cp_pbuf *out) {
+  cp_agg a;
+  cp_agg_init(&a);
+  if (cp_pbuf_alloc(out, hdr_size(0, NULL, 0, NULL))) return -1;
+  wr w = {out->p, 0, out->cap, 0};
+  hdr_put(&w, 0, &a, NULL, 0, NULL, 0);
+  hdr_patch(&w, 0);
+  out->len = w.len;
+  return w.err ? -1 : 0;
+}
+
+int cp_pset_from_rank(const cp_rank_data *r, int hash_bits, cp_pbuf *out, uint32_t *l2i) {
+  memset(out, 0, sizeof *out);
+  size_t n = r->npaths;
+  cp_agg a;
+  agg_from_rank(r, &a);
+  cp_mhost host = {r->host, (uint32_t)strnlen(r->host, sizeof r->host), 1};
+  cp_mcomm *cs = calloc(r->ncomms + 1, sizeof *cs);
+  rkey *k = malloc((n + 1) * sizeof *k);
+  if (!cs || !k) { free(cs); free(k); return -1; }
+  for (size_t i = 0; i < r->ncomms; i++) {
+    cp_mcomm *c = &cs[i];
+    c->comm_id = r->comms[i].comm_id;
+    c->name = r->comms[i].comm_name; c->nlen = (uint32_t)strnlen(c->name, sizeof r->comms[i].comm_name);
+    c->nranks = r->comms[i].nranks; c->nnodes = r->comms[i].nnodes;
+    c->members = 1; c->events = r->comms[i].events;
+  }
+  size_t nc = comms_unique(cs, r->ncomms);
+  size_t cap = hdr_size(1, &host, nc, cs);
+  for (size_t i = 0; i < n; i++) {
+    const cp_path_rec *p = &r->paths[i];
+    k[i].hash = cp_hash_trunc(p->hash, hash_bits); k[i].idx = (uint32_t)i;
+    cap += 8 + 10 + 10 + (p->path ? strlen(p->path) : 0) + 1 + 10 + (p->leaf_func ? strlen(p->leaf_func) : 0) + 1 +
+           10 + PSTAT_MAX;
+  }
+  qsort_r(k, n, sizeof *k, rkey_cmp, r->paths);
+  if (cp_pbuf_alloc(out, cap)) { free(cs); free(k); return -1; }
+  wr w = {out->p, 0, out->cap, 0};
+  hdr_put(&w, 0, &a, &host, 1, cs, nc);
+  uint64_t np = 0;
+  for (size_t i = 0; i < n;) {
+    const cp_path_rec *p = &r->paths[k[i].idx];
+    const char *path = p->path ? p->path : "", *func = p->leaf_func ? p->leaf_func : "";
+    uint32_t lt = p->leaf_type;
+    cp_pstat s;
+    cp_pstat_from_rec(&s, p, r->rank);
+    size_t j = i + 1;
+    for (; j < n && rkey_cmp(&k[i], &k[j], r->paths) == 0; j++) {
+      const cp_path_rec *q = &r->paths[k[j].idx];
+      cp_pstat t;
+      cp_pstat_from_rec(&t, q, r->rank);
+      pstat_add_same_rank(&s, &t);
+      const char *qf = q->leaf_func ? q->leaf_func : "";
+      if (desc_less(q->leaf_type, (const unsigned char *)qf, strlen(qf), lt, (const unsigned char *)func,
+                    strlen(func))) { lt = q->leaf_type; func = qf; }
+    }
+    rec_put(&w, k[i].hash, (const unsigned char *)path, strlen(path), (const unsigned char *)func, strlen(func),
+            lt, &s);
+    for (; i < j; i++) if (l2i) l2i[k[i].idx] = (uint32_t)np;
+    np++;
+  }
+  hdr_patch(&w, np);
+  out->len = w.len;
+  free(cs); free(k);
+  if (w.err) { cp_pbuf_free(out); return -1; }
+  return 0;
+}
+
+/* ---- the summary's storage: its paths array and its strings ---- */
+
+typedef struct chunk { struct chunk *next; size_t cap, len; char data[]; } chunk;
+typedef struct cp_sumstore {
+  chunk *chunks;
+  cp_pbuf paths;                        /* the cp_gpath array */
+  struct { const char *s; uint32_t len; } funcs[64];   /* leaf funcs, shared */
+} cp_sumstore;
+
+void cp_sumstore_free(void *owner) {
+  cp_sumstore *st = owner;
+  if (!st) return;
+  for (chunk *c = st->chunks, *nx; c; c = nx) { nx = c->next; munmap(c, sizeof *c + c->cap); }
+  cp_pbuf_free(&st->paths);
+  free(st);
+}
+
+/* a NUL-terminated copy of s[0..n) */
+static const char *store_put(cp_sumstore *st, const void *s, size_t n) {
+  chunk *c = st->chunks;
+  if (!c || c->cap - c->len < n + 1) {
+    size_t cap = n + 1 > ((size_t)1 << 20) - sizeof *c ? n + 1 : ((size_t)1 << 20) - sizeof *c;
+    void *m = mmap(NULL, sizeof *c + cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    c = m; c->cap = cap; c->len = 0; c->next = st->chunks; st->chunks = c;
+  }
+  char *q = c->data + c->len;
+  memcpy(q, s, n); q[n] = 0;
+  c->len += n + 1;
+  return q;
+}
+
+/* leaf funcs repeat: keep one copy of each recent one */
+static const char *store_func(cp_sumstore *st, const unsigned char *f, size_t n) {
+  unsigned hsh = (unsigned)n * 31u;
+  for (size_t i = 0; i < n && i < 16; i++) hsh = hsh * 131u + f[i];
+  unsigned slot = hsh & 63u;
+  if (st->funcs[slot].s && st->funcs[slot].len == n && !memcmp(st->funcs[slot].s, f, n)) return st->funcs[slot].s;
+  const char *q = store_put(st, f, n);
+  if (q) { st->funcs[slot].s = q; st->funcs[slot].len = (uint32_t)n; }
+  return q;
+}
+
+/* ---- merge ---- */
+
+typedef struct cur {
+  const unsigned char *rec, *next, *end;  /* this record, the one after, end of records */
+  uint64_t hash;
+  const unsigned char *path, *func, *nums;
+  uint32_t plen, flen, lt;
+  uint64_t idx, n;                        /* index of this record, records in the input */
+  size_t src;
+} cur;
+
+/* Parse the record at c->next.  0 ok, 1 no more, -1 damaged. */
+static int cur_load(cur *c) {
+  if (c->idx >= c->n) return 1;
+  rd r = {c->next, c->end, 0};
+  uint64_t hash = get64(&r), rest = getvar(&r);
+  if (r.err || rest > (uint64_t)(r.end - r.p)) return -1;
+  const unsigned char *rend = r.p + rest;
+  r.end = rend;
+  uint64_t plen = getvar(&r);
+  const unsigned char *path = get(&r, plen < UINT32_MAX ? plen + 1 : (size_t)-1);
+  uint64_t flen = getvar(&r);
+  const unsigned char *func = get(&r, flen < UINT32_MAX ? flen + 1 : (size_t)-1);
+  uint64_t lt = getvar(&r);
+  if (r.err || path[plen] || func[flen]) return -1;
+  c->nums = r.p;
+  for (int i = 0; i < 15; i++) getvar(&r);
+  if (r.err || r.p != rend) return -1;
+  c->rec = c->next; c->next = rend; c->hash = hash;
+  c->path = path; c->plen = (uint32_t)plen; c->func = func; c->flen = (uint32_t)flen; c->lt = (uint32_t)lt;
+  return 0;
+}
+static void cur_nums(const cur *c, cp_pstat *s) {
+  rd r = {c->nums, c->next, 0};
+  pstat_dec(&r, s);
+}
+static inline int cur_cmp(const cur *a, const cur *b) {
+  if (a->hash != b->hash) return a->hash < b->hash ? -1 : 1;
+  int c = memcmp(a->path, b->path, a->plen < b->plen ? a->plen : b->plen);
+  if (c) return c;
+  return a->plen < b->plen ? -1 : a->plen > b->plen;
+}
+
+/* binary min-heap of cursors */
+static void heap_down(cur **h, size_t n, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, m = i;
+    if (l < n && cur_cmp(h[l], h[m]) < 0) m = l;
+    if (l + 1 < n && cur_cmp(h[l + 1], h[m]) < 0) m = l + 1;
+    if (m == i) return;
+    cur *t = h[i]; h[i] = h[m]; h[m] = t; i = m;
+  }
+}
+static void heap_up(cur **h, size_t i) {
+  while (i) {
+    size_t p = (i - 1) / 2;
+    if (cur_cmp(h[i], h[p]) >= 0) return;
+    cur *t = h[i]; h[i] = h[p]; h[p] = t; i = p;
+  }
+}
+
+int cp_pset_merge(cp_pbuf *in, size_t k, uint32_t *const *maps, cp_pbuf *out, size_t trailer,
+                  cp_summary *sum, uint64_t *set_bytes, uint64_t *npaths) {
+  int rc = 0;
+  if (out) memset(out, 0, sizeof *out);
+  cur *cs = calloc(k + 1, sizeof *cs);
+  cur **heap = calloc(k + 1, sizeof *heap), **grp = calloc(k + 1, sizeof *grp);
+  hdr *hs = calloc(k + 1, sizeof *hs);
+  if (!cs || !heap || !grp || !hs) { free(cs); free(heap); free(grp); free(hs); return -1; }
+
+  /* headers: counters, hosts, communicators */
+  cp_agg agg;
+  cp_agg_init(&agg);
+  size_t nh = 0, nc = 0, cap = 256 + trailer, total = 0;
+  for (size_t i = 0; i < k; i++) {
+    if (hdr_read(in[i].p, in[i].len, &hs[i]) != 0) {
+      rc = -1;
+      memset(&hs[i], 0, sizeof hs[i]);
+      if (maps && maps[i]) { /* the caller sized the map from the header, which failed: nothing to fill */ }
+      continue;
+    }
+    cp_agg_combine(&agg, &hs[i].agg);
+    nh += hs[i].nhosts; nc += hs[i].ncomms; cap += in[i].len; total += hs[i].npaths;
+  }
+  cp_mhost *hl = calloc(nh + 1, sizeof *hl);
+  cp_mcomm *cl = calloc(nc + 1, sizeof *cl);
+  if (!hl || !cl) { rc = -1; goto done; }
+  nh = nc = 0;
+  for (size_t i = 0; i < k; i++) {
+    if (!hs[i].hosts_at) continue;
+    rd r = {hs[i].hosts_at, hs[i].recs, 0};
+    for (uint32_t j = 0; j < hs[i].nhosts; j++) {
+      cp_mhost *h = &hl[nh++];
+      h->ranks = get64(&r); h->len = get32(&r); h->name = (const char *)get(&r, h->len);
+    }
+    for (uint32_t j = 0; j < hs[i].ncomms; j++) {
+      cp_mcomm *c = &cl[nc++];
+      c->comm_id = get64(&r); c->members = get64(&r); c->events = get64(&r);
+      c->nranks = (int32_t)get32(&r); c->nnodes = (int32_t)get32(&r);
+      c->nlen = get32(&r); c->name = (const char *)get(&r, c->nlen);
+    }
+  }
+  nh = hosts_unique(hl, nh);
+  nc = comms_unique(cl, nc);
+  uint64_t bytes = hdr_size(nh, hl, nc, cl);
+
+  wr w = {0};
+  if (out) {
+    if (cp_pbuf_alloc(out, cap)) { rc = -1; out = NULL; }
+    else { w.p = out->p; w.cap = out->cap; hdr_put(&w, 0, &agg, hl, nh, cl, nc); }
+  }
+  cp_sumstore *st = NULL;
+  if (sum) {
+    st = calloc(1, sizeof *st);
+    sum->hosts = calloc(nh + 1, sizeof *sum->hosts);
+    sum->comms = calloc(nc + 1, sizeof *sum->comms);
+    if (!st || !sum->hosts || !sum->comms || cp_pbuf_alloc(&st->paths, (total + 1) * sizeof(cp_gpath))) {
+      free(st); free(sum->hosts); free(sum->comms);
+      sum->hosts = NULL; sum->comms = NULL; sum = NULL; st = NULL; rc = -1;
+    } else {
+      sum->owner = st;
+      sum->paths = (cp_gpath *)(void *)st->paths.p;
+      sum->agg = agg;
+      for (size_t i = 0; i < nh; i++) {
+        sum->hosts[i].name = store_put(st, hl[i].name, hl[i].len);
+        sum->hosts[i].ranks = hl[i].ranks;
+        if (!sum->hosts[i].name) sum->hosts[i].name = "";
+      }
+      sum->nhosts = nh;
+      for (size_t i = 0; i < nc; i++) {
+        cp_comm_sum *d = &sum->comms[i];
+        d->comm_id = cl[i].comm_id; d->name = store_put(st, cl[i].name, cl[i].nlen);
+        if (!d->name) d->name = "";
+        d->nranks = cl[i].nranks; d->nnodes = cl[i].nnodes; d->members = cl[i].members; d->events = cl[i].events;
+      }
+      sum->ncomms = nc;
+    }
+  }
+
+  /* the paths */
+  size_t hn = 0;
+  for (size_t i = 0; i < k; i++) {
+    cur *c = &cs[i];
+    c->src = i; c->n = hs[i].npaths;
+    if (!hs[i].recs) continue;
+    c->next = hs[i].recs; c->end = in[i].p + hs[i].set_len;
+    int e = cur_load(c);
+    if (e < 0) { rc = -1; for (uint64_t j = 0; maps && maps[i] && j < c->n; j++) maps[i][j] = UINT32_MAX; }
+    if (e == 0) { heap[hn] = c; heap_up(heap, hn); hn++; }
+  }
+  uint64_t nout = 0;
+  while (hn) {
+    size_t ng = 0;
+    cur *top = heap[0];
+    grp[ng++] = top;
+    heap[0] = heap[--hn]; heap_down(heap, hn, 0);
+    while (hn && cur_cmp(heap[0], top) == 0) {
+      grp[ng++] = heap[0];
+      heap[0] = heap[--hn]; heap_down(heap, hn, 0);
+    }
+    /* the path's description and numbers */
+    cur *best = grp[0];
+    cp_pstat s;
+    int need_nums = ng > 1 || sum;
+    if (need_nums) cur_nums(grp[0], &s);
+    for (size_t g = 1; g < ng; g++) {
+      cp_pstat t;
+      cur_nums(grp[g], &t);
+      cp_pstat_combine(&s, &t);
+      if (desc_less(grp[g]->lt, grp[g]->func, grp[g]->flen, best->lt, best->func, best->flen)) best = grp[g];
+    }
+    size_t rl;
+    if (ng == 1) {
+      rl = (size_t)(top->next - top->rec);
+      if (out) put(&w, top->rec, rl);
+    } else {
+      rl = rec_put(out ? &w : NULL, top->hash, top->path, top->plen, best->func, best->flen, best->lt, &s);
+    }
+    bytes += rl;
+    if (sum) {
+      cp_gpath *d = &sum->paths[nout];
+      memset(d, 0, sizeof *d);
+      d->id = (int64_t)nout; d->hash = top->hash;
+      d->path = store_put(st, top->path, top->plen);
+      d->leaf_func = store_func(st, best->func, best->flen);
+      if (!d->path || !d->leaf_func) { rc = -1; d->path = d->path ? d->path : ""; d->leaf_func = d->leaf_func ? d->leaf_func : ""; }
+      d->leaf_type = best->lt;
+      d->s = s;
+    }
+    /* move every input of the group on */
+    for (size_t g = 0; g < ng; g++) {
+      cur *c = grp[g];
+      if (maps && maps[c->src]) maps[c->src][c->idx] = (uint32_t)nout;
+      pbuf_release_below(&in[c->src], c->rec);
+      c->idx++;
+      int e = cur_load(c);
+      if (e == 0) { heap[hn] = c; heap_up(heap, hn); hn++; }
+      else if (e < 0) {
+        rc = -1;
+        for (uint64_t j = c->idx; maps && maps[c->src] && j < c->n; j++) maps[c->src][j] = UINT32_MAX;
+      }
+    }
+    nout++;
+  }
+  if (out) {
+    hdr_patch(&w, nout);
+    out->len = w.len;
+    if (w.err) { rc = -1; cp_pbuf_free(out); cp_pset_empty(out); }
+  }
+  if (sum) sum->npaths = nout;
+  if (set_bytes) *set_bytes = bytes;
+  if (npaths) *npaths = nout;
+done:
+  free(hl); free(cl);
+  free(cs); free(heap); free(grp); free(hs);
+  return rc;
+}
