@@ -15,18 +15,22 @@
 
 /* ---- buffers ---- */
 
-int cp_pbuf_alloc(cp_pbuf *b, size_t cap) {
+static int pbuf_alloc(cp_pbuf *b, size_t cap, int flags) {
   memset(b, 0, sizeof *b);
   if (cap < 64) cap = 64;
   void *p;
   if (cap >= BIG) {
-    p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
     if (p == MAP_FAILED) p = NULL;
   } else p = malloc(cap);
   if (!p) return -1;
   b->p = p; b->cap = cap;
   return 0;
 }
+
+int cp_pbuf_alloc(cp_pbuf *b, size_t cap) { return pbuf_alloc(b, cap, 0); }
+/* one call maps every page: cheaper than a fault per page */
+int cp_pbuf_alloc_full(cp_pbuf *b, size_t cap) { return pbuf_alloc(b, cap, MAP_POPULATE); }
 
 void cp_pbuf_free(cp_pbuf *b) {
   if (b->p) { if (b->cap >= BIG) munmap(b->p, b->cap); else free(b->p); }
@@ -36,8 +40,9 @@ void cp_pbuf_free(cp_pbuf *b) {
 /* Give back the pages below off: the merge never reads them again. */
 static void pbuf_release_below(cp_pbuf *b, const unsigned char *at) {
   if (b->cap < BIG) return;
+  static size_t pg;
+  if (!pg) pg = (size_t)sysconf(_SC_PAGESIZE);
   size_t off = (size_t)(at - b->p);
-  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
   size_t to = off / pg * pg;
   if (to >= b->released + BIG) {
     madvise(b->p + b->released, to - b->released, MADV_DONTNEED);
@@ -265,13 +270,37 @@ static void pstat_add_same_rank(cp_pstat *into, const cp_pstat *from) {
   into->tmin_ns = into->tmax_ns = into->total_ns;
 }
 
-typedef struct { uint64_t hash; uint32_t idx; } rkey;
-static int rkey_cmp(const void *x, const void *y, void *ctx) {
-  const rkey *a = x, *b = y;
+typedef struct { uint64_t hash; uint32_t idx, plen, flen; } rkey;
+static int rkey_cmp(const rkey *a, const rkey *b, const cp_path_rec *p) {
   if (a->hash != b->hash) return a->hash < b->hash ? -1 : 1;
-  const cp_path_rec *p = ctx;
   const char *pa = p[a->idx].path ? p[a->idx].path : "", *pb = p[b->idx].path ? p[b->idx].path : "";
   return strcmp(pa, pb);
+}
+
+/* Sort by hash: LSD radix, 8 bits a pass, passes where every key has the
+ * same byte skipped; then runs of one hash by string (insertion sort: such
+ * runs are collisions or duplicates, short). */
+static int rkeys_sort(rkey *k, size_t n, const cp_path_rec *p) {
+  rkey *tmp = malloc((n + 1) * sizeof *tmp);
+  if (!tmp) return -1;
+  for (int sh = 0; sh < 64; sh += 8) {
+    size_t cnt[256] = {0};
+    for (size_t i = 0; i < n; i++) cnt[(k[i].hash >> sh) & 255]++;
+    if (n && cnt[(k[0].hash >> sh) & 255] == n) continue;
+    size_t pos = 0;
+    for (int d = 0; d < 256; d++) { size_t c = cnt[d]; cnt[d] = pos; pos += c; }
+    for (size_t i = 0; i < n; i++) tmp[cnt[(k[i].hash >> sh) & 255]++] = k[i];
+    memcpy(k, tmp, n * sizeof *k);
+  }
+  free(tmp);
+  for (size_t i = 1; i < n; i++) {
+    if (k[i].hash != k[i - 1].hash) continue;
+    rkey x = k[i];
+    size_t j = i;
+    while (j > 0 && k[j - 1].hash == x.hash && rkey_cmp(&k[j - 1], &x, p) > 0) { k[j] = k[j - 1]; j--; }
+    k[j] = x;
+  }
+  return 0;
 }
 
 int cp_pset_empty(cp_pbuf *out) {
@@ -306,32 +335,32 @@ int cp_pset_from_rank(const cp_rank_data *r, int hash_bits, cp_pbuf *out, uint32
   for (size_t i = 0; i < n; i++) {
     const cp_path_rec *p = &r->paths[i];
     k[i].hash = cp_hash_trunc(p->hash, hash_bits); k[i].idx = (uint32_t)i;
-    cap += 8 + 10 + 10 + (p->path ? strlen(p->path) : 0) + 1 + 10 + (p->leaf_func ? strlen(p->leaf_func) : 0) + 1 +
-           10 + PSTAT_MAX;
+    k[i].plen = p->path ? (uint32_t)strlen(p->path) : 0;
+    k[i].flen = p->leaf_func ? (uint32_t)strlen(p->leaf_func) : 0;
+    cap += 8 + 10 + 10 + k[i].plen + 1 + 10 + k[i].flen + 1 + 10 + PSTAT_MAX;
   }
-  qsort_r(k, n, sizeof *k, rkey_cmp, r->paths);
-  if (cp_pbuf_alloc(out, cap)) { free(cs); free(k); return -1; }
+  if (rkeys_sort(k, n, r->paths) || cp_pbuf_alloc(out, cap)) { free(cs); free(k); return -1; }
   wr w = {out->p, 0, out->cap, 0};
   hdr_put(&w, 0, &a, &host, 1, cs, nc);
   uint64_t np = 0;
   for (size_t i = 0; i < n;) {
     const cp_path_rec *p = &r->paths[k[i].idx];
     const char *path = p->path ? p->path : "", *func = p->leaf_func ? p->leaf_func : "";
-    uint32_t lt = p->leaf_type;
+    uint32_t lt = p->leaf_type, flen = k[i].flen;
     cp_pstat s;
     cp_pstat_from_rec(&s, p, r->rank);
     size_t j = i + 1;
-    for (; j < n && rkey_cmp(&k[i], &k[j], r->paths) == 0; j++) {
+    for (; j < n && k[j].hash == k[i].hash && rkey_cmp(&k[i], &k[j], r->paths) == 0; j++) {
       const cp_path_rec *q = &r->paths[k[j].idx];
       cp_pstat t;
       cp_pstat_from_rec(&t, q, r->rank);
       pstat_add_same_rank(&s, &t);
       const char *qf = q->leaf_func ? q->leaf_func : "";
-      if (desc_less(q->leaf_type, (const unsigned char *)qf, strlen(qf), lt, (const unsigned char *)func,
-                    strlen(func))) { lt = q->leaf_type; func = qf; }
+      if (desc_less(q->leaf_type, (const unsigned char *)qf, k[j].flen, lt, (const unsigned char *)func, flen)) {
+        lt = q->leaf_type; func = qf; flen = k[j].flen;
+      }
     }
-    rec_put(&w, k[i].hash, (const unsigned char *)path, strlen(path), (const unsigned char *)func, strlen(func),
-            lt, &s);
+    rec_put(&w, k[i].hash, (const unsigned char *)path, k[i].plen, (const unsigned char *)func, flen, lt, &s);
     for (; i < j; i++) if (l2i) l2i[k[i].idx] = (uint32_t)np;
     np++;
   }
@@ -410,9 +439,7 @@ static int cur_load(cur *c) {
   const unsigned char *func = get(&r, flen < UINT32_MAX ? flen + 1 : (size_t)-1);
   uint64_t lt = getvar(&r);
   if (r.err || path[plen] || func[flen]) return -1;
-  c->nums = r.p;
-  for (int i = 0; i < 15; i++) getvar(&r);
-  if (r.err || r.p != rend) return -1;
+  c->nums = r.p;     /* the numbers are read (bounded by rend) only when needed */
   c->rec = c->next; c->next = rend; c->hash = hash;
   c->path = path; c->plen = (uint32_t)plen; c->func = func; c->flen = (uint32_t)flen; c->lt = (uint32_t)lt;
   return 0;
@@ -578,7 +605,7 @@ int cp_pset_merge(cp_pbuf *in, size_t k, uint32_t *const *maps, cp_pbuf *out, si
     for (size_t g = 0; g < ng; g++) {
       cur *c = grp[g];
       if (maps && maps[c->src]) maps[c->src][c->idx] = (uint32_t)nout;
-      pbuf_release_below(&in[c->src], c->rec);
+      if (sum) pbuf_release_below(&in[c->src], c->rec);
       c->idx++;
       int e = cur_load(c);
       if (e == 0) { heap[hn] = c; heap_up(heap, hn); hn++; }

@@ -18,8 +18,9 @@
  * offline tool produce identical summaries.
  *
  * Memory: big buffers are mmap'd (cp_pbuf) so that RSS follows what is
- * used; while merging, the pages of the inputs already consumed are given
- * back (madvise), so a merge holds about one copy of the data, not two.
+ * used; while merging into the summary, the pages of the inputs already
+ * consumed are given back (madvise), so the root holds about one copy of
+ * the data, not two.
  *
  * Layout (native byte order: one job runs on one architecture):
  *   header  u64 magic, u64 set_len (header+records; bytes after it are the
@@ -43,6 +44,9 @@ typedef struct cp_pbuf {
 
 /* 0, -1 on no memory.  Untouched capacity costs no RSS. */
 int cp_pbuf_alloc(cp_pbuf *b, size_t cap);
+/* The same for a buffer that will be written whole (a receive): its pages
+ * are mapped at once. */
+int cp_pbuf_alloc_full(cp_pbuf *b, size_t cap);
 void cp_pbuf_free(cp_pbuf *b);
 
 /* One rank's set into *out (allocated here).  l2i (may be NULL): for each
@@ -66,8 +70,8 @@ int cp_pset_count(const unsigned char *buf, size_t len, uint64_t *npaths, uint64
  *           configuration fields first and calls cp_summary_finish after.
  *   set_bytes (may be NULL): size the merged set has (or would have) packed.
  *   npaths  (may be NULL): paths in the result.
- * Input pages are given back while merging (inputs stay allocated; free
- * them after).  Returns 0; -1 if an input was damaged (it counts as empty
+ * With sum, input pages are given back while merging (inputs stay
+ * allocated but must not be read again; free them after).  Returns 0; -1 if an input was damaged (it counts as empty
  * from the damage on) or memory ran out (the result is then partial). */
 int cp_pset_merge(cp_pbuf *in, size_t k, uint32_t *const *maps, cp_pbuf *out, size_t trailer,
                   cp_summary *sum, uint64_t *set_bytes, uint64_t *npaths);

@@ -46,16 +46,12 @@ static double mono_s(void) {
  * dozen wake-ups and a short one stays short.  Going up (on the critical
  * path of rank 0) the fraction is small; going down, where most ranks wait
  * for most of the collation, it is larger. */
-static double cpu_now(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
-static double T_wait, T_wakes;
 static void wait_probe(int src, int tag, MPI_Comm comm, MPI_Status *st, double div, double cap) {
-  double c0 = cpu_now();
   int flag = 0;
   double t0 = mono_s();
   for (;;) {
     PMPI_Iprobe(src, tag, comm, &flag, st);
-    T_wakes++;
-    if (flag) { T_wait += cpu_now() - c0; return; }
+    if (flag) return;
     double d = (mono_s() - t0) / div;
     if (d < 2e-6) d = 2e-6;
     if (d > cap) d = cap;
@@ -63,6 +59,28 @@ static void wait_probe(int src, int tag, MPI_Comm comm, MPI_Status *st, double d
     nanosleep(&ts, NULL);
   }
 }
+
+/* Complete a request the same way: a blocking MPI_Send of a large set would
+ * spin (oversubscribed: steal the receiver's core) until the receiver
+ * reaches it. */
+static void wait_req(MPI_Request *rq, double div, double cap) {
+  int flag = 0;
+  double t0 = mono_s();
+  for (;;) {
+    PMPI_Test(rq, &flag, MPI_STATUS_IGNORE);
+    if (flag) return;
+    double d = (mono_s() - t0) / div;
+    if (d < 2e-6) d = 2e-6;
+    if (d > cap) d = cap;
+    struct timespec ts = {0, (long)(d * 1e9)};
+    nanosleep(&ts, NULL);
+  }
+}
+/* backoff going up (rank 0's critical path) and down (most ranks waiting) */
+#define UPD 16
+#define UPC 250e-6
+#define DND 8
+#define DNC 4e-3
 
 static void put_fig(unsigned char *p, const fig *f) {
   memcpy(p, &f->rank, 4); memcpy(p + 4, &f->sent, 8); memcpy(p + 12, &f->recv, 8);
@@ -95,7 +113,6 @@ int cp_tree_collate(MPI_Comm comm, const cp_rank_data *mine, int hash_bits,
   info->rounds = R;
   PMPI_Barrier(comm);
   double t0 = PMPI_Wtime();
-  double cA = cpu_now();
 
   cp_pbuf in[MAXIN];
   uint32_t *maps[MAXIN];
@@ -112,30 +129,33 @@ int cp_tree_collate(MPI_Comm comm, const cp_rank_data *mine, int hash_bits,
   }
   child[0] = rank;
 
-  double cB = cpu_now();
-  /* ---- up: receive every child's set ---- */
+  /* ---- up: receive every child's set, in the order they come ---- */
   int parent = -1;
   uint64_t recv_up = 0;
+  int nchild = 0;
   for (int r = 0; r < R; r++) {
     int mask = 1 << r;
     if (rank & mask) { parent = rank - mask; break; }
-    if (rank + mask >= P) continue;
+    if (rank + mask < P) nchild++;
+  }
+  for (int c = 0; c < nchild; c++) {
     MPI_Status st;
     int count = 0;
-    wait_probe(rank + mask, TAG_UP, comm, &st, 16, 250e-6);
+    wait_probe(MPI_ANY_SOURCE, TAG_UP, comm, &st, UPD, UPC);
+    int src = st.MPI_SOURCE;
     PMPI_Get_count(&st, MPI_BYTE, &count);
     cp_pbuf *b = &in[k];
-    if (cp_pbuf_alloc(b, count > 0 ? (size_t)count : 1) != 0) {
+    if (cp_pbuf_alloc_full(b, count > 0 ? (size_t)count : 1) != 0) {
       /* cannot hold it: receive into a scratch byte to unblock the sender */
       unsigned char junk[1];
-      PMPI_Recv(junk, 0, MPI_BYTE, rank + mask, TAG_UP, comm, MPI_STATUS_IGNORE);
+      PMPI_Recv(junk, 0, MPI_BYTE, src, TAG_UP, comm, MPI_STATUS_IGNORE);
       rc = -1;
     } else {
-      PMPI_Recv(b->p, count, MPI_BYTE, rank + mask, TAG_UP, comm, MPI_STATUS_IGNORE);
+      PMPI_Recv(b->p, count, MPI_BYTE, src, TAG_UP, comm, MPI_STATUS_IGNORE);
       b->len = (size_t)count;
     }
     recv_up += (uint64_t)count;
-    child[k++] = rank + mask;
+    child[k++] = src;
   }
 
   /* the figures of this subtree: children's trailers, then ours */
@@ -152,7 +172,6 @@ int cp_tree_collate(MPI_Comm comm, const cp_rank_data *mine, int hash_bits,
     }
   }
 
-  double cC = cpu_now();
   /* ---- merge: one pass over all inputs ---- */
   uint64_t down_sent = 0;
   for (size_t i = 0; i < k; i++) {
@@ -178,7 +197,6 @@ int cp_tree_collate(MPI_Comm comm, const cp_rank_data *mine, int hash_bits,
     if (cp_pset_merge(in, k, maps, NULL, 0, out, &set_bytes, &nout) != 0) rc = -1;
   }
   for (size_t i = 0; i < k; i++) cp_pbuf_free(&in[i]);
-  double cD = cpu_now();
 
   if (parent >= 0) {
     /* ---- send up, with the figures ---- */
@@ -194,31 +212,43 @@ int cp_tree_collate(MPI_Comm comm, const cp_rank_data *mine, int hash_bits,
       for (size_t j = 0; j < nfig; j++) put_fig(up.p + len + 4 + j * FIG_BYTES, &figs[j]);
       len += tr;
     }
-    PMPI_Send(up.p, (int)len, MPI_BYTE, parent, TAG_UP, comm);
+    /* not waited for here: the parent takes it when it is ready (with
+     * CMA it copies it itself); probing for the answer below progresses it */
+    MPI_Request rq;
+    PMPI_Isend(up.p, (int)len, MPI_BYTE, parent, TAG_UP, comm, &rq);
     info->bytes_sent += len;
-    cp_pbuf_free(&up);
 
     /* ---- down: the ids of the set we sent, then each child's ---- */
     MPI_Status st;
     int count = 0;
-    wait_probe(parent, TAG_DOWN, comm, &st, 8, 4e-3);
+    wait_probe(parent, TAG_DOWN, comm, &st, DND, DNC);
     PMPI_Get_count(&st, MPI_UINT32_T, &count);
     uint32_t *ids = malloc(((size_t)count + 1) * sizeof *ids);
     PMPI_Recv(ids ? (void *)ids : (void *)&nout, ids ? count : 0, MPI_UINT32_T, parent, TAG_DOWN, comm,
               MPI_STATUS_IGNORE);
     info->bytes_recv += (uint64_t)count * 4;
+    PMPI_Wait(&rq, MPI_STATUS_IGNORE);   /* the parent had it before it answered */
+    cp_pbuf_free(&up);
     if (!ids || (uint64_t)count != nout) { free(ids); ids = NULL; rc = -1; }
     for (size_t i = 0; i < k; i++)
       for (uint64_t j = 0; maps[i] && j < nin[i]; j++)
         maps[i][j] = ids && maps[i][j] < nout ? ids[maps[i][j]] : UINT32_MAX;
     free(ids);
   }
-  /* maps[i] now hold global ids (at the root the output index is one) */
-  for (size_t i = 1; i < k; i++) {
-    PMPI_Send(maps[i] ? (void *)maps[i] : (void *)&nout, maps[i] ? (int)nin[i] : 0, MPI_UINT32_T, child[i],
-              TAG_DOWN, comm);
+  /* maps[i] now hold global ids (at the root the output index is one);
+   * the largest subtree (the lowest bit) first: the longest way down */
+  MPI_Request rqs[MAXIN];
+  int nrq = 0, sent[MAXIN] = {0};
+  for (size_t j = 1; j < k; j++) {
+    size_t i = 0;                      /* the unsent child of the highest rank */
+    for (size_t m = 1; m < k; m++) if (!sent[m] && (!i || child[m] > child[i])) i = m;
+    sent[i] = 1;
+    PMPI_Isend(maps[i] ? (void *)maps[i] : (void *)&nout, maps[i] ? (int)nin[i] : 0, MPI_UINT32_T, child[i],
+               TAG_DOWN, comm, &rqs[nrq++]);
     info->bytes_sent += nin[i] * 4;
   }
+  /* children poll at the down pace: wait for them at that pace */
+  for (int q = 0; q < nrq; q++) wait_req(&rqs[q], DND, DNC);
   for (size_t i = 0; i < mine->npaths; i++) {
     uint32_t g = l2i && maps[0] && l2i[i] < nin[0] ? maps[0][l2i[i]] : UINT32_MAX;
     gids[i] = g == UINT32_MAX ? -1 : (int64_t)g;
@@ -246,8 +276,6 @@ int cp_tree_collate(MPI_Comm comm, const cp_rank_data *mine, int hash_bits,
   free(figs);
   free(l2i);
   info->wall_s = PMPI_Wtime() - t0;
-  double cE = cpu_now();
-  if (getenv("CP_TRACE")) fprintf(stderr, "T %d own %.2f up %.2f merge %.2f rest %.2f wait %.2f wakes %.0f total %.2f ms\n", rank, (cB-cA)*1e3, (cC-cB)*1e3, (cD-cC)*1e3, (cE-cD)*1e3, T_wait*1e3, T_wakes, (cE-cA)*1e3);
   if (parent < 0 && out) out->coll.wall_ns = (uint64_t)(info->wall_s * 1e9);
   return rc;
 }

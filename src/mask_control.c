@@ -3,7 +3,9 @@
  * (interface and context: mask_control.h).
  *
  * GPU sampling rule (N = COLLPROF_GPU_SAMPLE, calls numbered k = 0, 1, ...
- * in the order cp_mask_on_api_call sees them; S(k) = KernelCh on for k):
+ * in the order cp_mask_on_api_call sees them on one thread: each thread
+ * numbers its own calls, so the hook shares no written cache line between
+ * threads; S(k) = KernelCh on for k):
  *   - N == 0: KernelCh never (even if the base mask has it).
  *   - N == 1: KernelCh always.
  *   - N >= 2: calls fall in blocks of N (block b = k / N).  Exactly one call
@@ -42,6 +44,7 @@
 #include "mask_control.h"
 #include "config.h"
 #include "nccl_profiler_abi.h"
+#include "tls.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -61,8 +64,6 @@ static _Atomic(int *) g_ptr;          /* NCCL's process-wide mask int */
 static uint32_t g_base;               /* base mask (config), KernelCh stripped */
 static int g_off;                     /* the user's mask is 0: never profile */
 static uint32_t g_n;                  /* gpu_sample */
-static atomic_uint_fast64_t g_calls;  /* API calls seen (k of the next call) */
-static atomic_uint_fast64_t g_sampled;/* API calls that ran with KernelCh */
 static atomic_int g_next_kc;          /* decision for the next API call */
 static atomic_int g_in_window = 1;    /* 0 outside a profiling window */
 static _Atomic uint64_t g_forced[FORCE_CAP / 64]; /* paths that forced */
@@ -246,8 +247,14 @@ HIDDEN uint32_t cp_mask_attach(int *eActivationMask) {
 }
 
 HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
-  if (sampled) atomic_fetch_add_explicit(&g_sampled, 1, memory_order_relaxed);
-  uint64_t k = atomic_fetch_add_explicit(&g_calls, 1, memory_order_relaxed);
+  /* Counted per thread (tls.h): this hook runs at every API call, and a
+   * shared counter would be a locked read-modify-write on a cache line all
+   * calling threads write.  k numbers this thread's calls; the rate stays
+   * 1/N on every thread and so overall. */
+  cp_thr *t = cp_thr_get();
+  if (sampled) cp_inc(&t->api_sampled, 1);
+  uint64_t k = cp_ld(&t->api_calls);
+  cp_inc(&t->api_calls, 1);
   if (g_n <= 1) return;   /* N = 1: always on, N = 0: always off (init) */
   int next = periodic(k + 1);
   if (!next && !sampled && path < FORCE_CAP && force_budget(k + 1) &&
@@ -272,7 +279,9 @@ HIDDEN int cp_mask_kernelch_on(void) {
 }
 
 HIDDEN uint64_t cp_mask_sampled_calls(void) {
-  return atomic_load_explicit(&g_sampled, memory_order_relaxed);
+  uint64_t n = 0;
+  for (cp_thr *t = cp_thr_all(); t; t = t->next) n += cp_ld(&t->api_sampled);
+  return n;
 }
 
 /* "0.050-0.100 0.150-0.200" in seconds after the first init; an open window

@@ -30,7 +30,8 @@ typedef struct path_ent {
 } path_ent;
 
 static path_ent *_Atomic path_chunks[PNCHUNK];
-static _Atomic uint32_t path_count;
+_Atomic uint32_t cp_path_count_v;
+#define path_count cp_path_count_v
 static pthread_mutex_t path_mu = PTHREAD_MUTEX_INITIALIZER;
 typedef struct { uint64_t key1; uint32_t id; } hslot;
 static hslot *path_hash;
@@ -61,7 +62,7 @@ const char *cp_type_nccl(uint32_t type) {
 }
 int cp_type_has_func(uint32_t type) {
   /* Coll 2, P2p 4, ProxyOp 8, CollApi 512, P2pApi 1024 */
-  return (type & (2u | 4u | 8u | 512u | 1024u)) != 0 && (type & (type - 1)) == 0;
+  return (type & CP_FUNC_TYPES) != 0 && (type & (type - 1)) == 0;
 }
 
 static inline path_ent *ent(uint32_t id) {
@@ -93,13 +94,8 @@ void cp_path_mark_gpu(uint32_t id) {
   }
 }
 
-static inline uint64_t make_key(uint32_t parent, int ti, uint32_t func) {
-  return ((uint64_t)(parent & 0xFFFFu) << 36) | ((uint64_t)ti << 32) | func;
-}
-static inline uint32_t key_hash(uint64_t k) {
-  k ^= k >> 33; k *= 0xff51afd7ed558ccdULL; k ^= k >> 33;
-  return (uint32_t)k;
-}
+#define make_key cp_path_key
+#define key_hash cp_path_key_hash
 
 static void hash_put(hslot *tab, uint32_t cap, uint64_t key1, uint32_t id) {
   for (uint32_t i = key_hash(key1 - 1) & (cap - 1);; i = (i + 1) & (cap - 1))

@@ -22,7 +22,9 @@
  */
 #ifndef COLLPROF_PATHS_H
 #define COLLPROF_PATHS_H
+#include <stdatomic.h>
 #include <stdint.h>
+#include "tls.h"
 
 #define CP_PATH_NONE 0xFFFFu
 #define CP_PATH_UNKNOWN 0xFFFEu
@@ -36,6 +38,32 @@ uint32_t cp_path_child(uint32_t parent, uint32_t type, uint32_t func);
 /* Same lookup through the per-thread cache only; CP_PATH_NONE on a miss,
  * never creates (the self-cost probe uses it). */
 uint32_t cp_path_probe(uint32_t parent, uint32_t type, uint32_t func);
+
+/* ---- hot path: the per-thread cache hit inlined ---- */
+/* Key of a lookup: (parent:16, type index:4, func:32); cache entries hold
+ * key + 1 (0 = empty).  Shared with paths.c. */
+static inline uint64_t cp_path_key(uint32_t parent, int ti, uint32_t func) {
+  return ((uint64_t)(parent & 0xFFFFu) << 36) | ((uint64_t)ti << 32) | func;
+}
+static inline uint32_t cp_path_key_hash(uint64_t k) {
+  k ^= k >> 33; k *= 0xff51afd7ed558ccdULL; k ^= k >> 33;
+  return (uint32_t)k;
+}
+#define CP_FUNC_TYPES (2u | 4u | 8u | 512u | 1024u)   /* Coll P2p ProxyOp CollApi P2pApi */
+/* cp_path_child for a valid type bit (one bit, <= KernelLaunch) and a
+ * parent that is a real id or a pseudo-parent, with the caller's block. */
+static inline uint32_t cp_path_child_t(struct cp_thr *t, uint32_t parent, uint32_t type, uint32_t func) {
+  if (!(type & CP_FUNC_TYPES)) func = 0;
+  uint64_t key1 = cp_path_key(parent, __builtin_ctz(type), func) + 1;
+  const cp_pcache_ent *ce = &t->pcache[cp_path_key_hash(key1 - 1) & (CP_PCACHE - 1)];
+  if (__builtin_expect(ce->key1 == key1, 1)) return ce->id;
+  return cp_path_child(parent, type, func);
+}
+
+extern _Atomic uint32_t cp_path_count_v;   /* paths.c: ids in use */
+static inline int cp_path_valid_i(uint32_t id) {
+  return id < atomic_load_explicit(&cp_path_count_v, memory_order_acquire);
+}
 
 uint32_t cp_path_count(void);
 const char *cp_path_str(uint32_t id);     /* "" for an unknown id */

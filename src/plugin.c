@@ -186,7 +186,10 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
   l->linked = 1;
 }
 
-static void fill_details(cp_rec *r, const ncclProfilerEventDescr_v5_t *d, uint32_t type) {
+/* Trace details of the descriptor (pool lock held: string lookups hit the
+ * per-thread cache; dt is the Coll/P2p datatype id already interned). */
+static void fill_details(cp_thr *t, cp_rec *r, const ncclProfilerEventDescr_v5_t *d, uint32_t type,
+                         uint32_t dt) {
   switch (type) {
   case ncclProfileGroupApi:
     r->d.group_api.group_depth = d->groupApi.groupDepth;
@@ -194,13 +197,13 @@ static void fill_details(cp_rec *r, const ncclProfilerEventDescr_v5_t *d, uint32
     break;
   case ncclProfileCollApi:
     r->d.coll_api.count = d->collApi.count;
-    r->d.coll_api.datatype = cp_str_intern(d->collApi.datatype);
+    r->d.coll_api.datatype = cp_str_intern_t(t, d->collApi.datatype);
     r->d.coll_api.root = d->collApi.root;
     r->d.coll_api.graph_captured = d->collApi.graphCaptured;
     break;
   case ncclProfileP2pApi:
     r->d.coll_api.count = d->p2pApi.count;
-    r->d.coll_api.datatype = cp_str_intern(d->p2pApi.datatype);
+    r->d.coll_api.datatype = cp_str_intern_t(t, d->p2pApi.datatype);
     r->d.coll_api.graph_captured = d->p2pApi.graphCaptured;
     break;
   case ncclProfileKernelLaunch:
@@ -209,16 +212,16 @@ static void fill_details(cp_rec *r, const ncclProfilerEventDescr_v5_t *d, uint32
   case ncclProfileColl:
     r->d.coll.seq = d->coll.seqNumber;
     r->d.coll.count = d->coll.count;
-    r->d.coll.datatype = cp_str_intern(d->coll.datatype);
-    r->d.coll.algo = cp_str_intern(d->coll.algo);
-    r->d.coll.proto = cp_str_intern(d->coll.proto);
+    r->d.coll.datatype = dt;
+    r->d.coll.algo = cp_str_intern_t(t, d->coll.algo);
+    r->d.coll.proto = cp_str_intern_t(t, d->coll.proto);
     r->d.coll.root = d->coll.root;
     r->d.coll.channels = d->coll.nChannels;
     r->d.coll.nwarps = d->coll.nWarps;
     break;
   case ncclProfileP2p:
     r->d.p2p.count = d->p2p.count;
-    r->d.p2p.datatype = cp_str_intern(d->p2p.datatype);
+    r->d.p2p.datatype = dt;
     r->d.p2p.peer = d->p2p.peer;
     r->d.p2p.channels = d->p2p.nChannels;
     break;
@@ -256,7 +259,6 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
   if (UNLIKELY(!valid_type(d->type))) { bad(W_BAD_TYPE, "startEvent with an unknown event type"); return NCCL_OK; }
   const uint32_t type = (uint32_t)d->type;
   cp_thr *t = cp_thr_get();
-  const uint64_t now = cp_clock_now();
   const uint64_t ctxv = (uint64_t)(uintptr_t)context;
   const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
   const int mypid = atomic_load_explicit(&g.pid, memory_order_relaxed);
@@ -265,7 +267,7 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
   int pxn = 0, scratch = 0;
   cp_handle_fields pf = {0, 0, 0, 0};
   int pdec = pobj && cp_handle_decode(pobj, &pf);
-  if (pdec && !(pf.path == CP_PATH_NONE || cp_path_valid(pf.path))) pdec = 0;
+  if (pdec && !(pf.path == CP_PATH_NONE || cp_path_valid_i(pf.path))) pdec = 0;
 
   if (type == ncclProfileProxyOp && d->proxyOp.pid != mypid) pxn = 1;
   if (LIKELY(comm) && !pxn) {
@@ -307,23 +309,25 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
     pdec = 0;
     if (!scratch) cp_inc(&t->unknown_parent, 1);
   }
-  uint32_t func = 0;
+  uint32_t func = 0, dt = 0;
   uint64_t bytes = 0;
   switch (type) {
-  case ncclProfileCollApi: func = cp_str_intern(d->collApi.func); break;
-  case ncclProfileP2pApi: func = cp_str_intern(d->p2pApi.func); break;
+  case ncclProfileCollApi: func = cp_str_intern_t(t, d->collApi.func); break;
+  case ncclProfileP2pApi: func = cp_str_intern_t(t, d->p2pApi.func); break;
   case ncclProfileColl:
-    func = cp_str_intern(d->coll.func);
-    bytes = (uint64_t)d->coll.count * cp_datatype_size(cp_str_intern(d->coll.datatype));
+    func = cp_str_intern_t(t, d->coll.func);
+    dt = cp_str_intern_t(t, d->coll.datatype);
+    bytes = (uint64_t)d->coll.count * cp_datatype_size(dt);
     break;
   case ncclProfileP2p:
-    func = cp_str_intern(d->p2p.func);
-    bytes = (uint64_t)d->p2p.count * cp_datatype_size(cp_str_intern(d->p2p.datatype));
+    func = cp_str_intern_t(t, d->p2p.func);
+    dt = cp_str_intern_t(t, d->p2p.datatype);
+    bytes = (uint64_t)d->p2p.count * cp_datatype_size(dt);
     break;
   case ncclProfileProxyOp: func = d->proxyOp.isSend ? g.id_send : g.id_recv; break;
   default: break;
   }
-  uint32_t path = scratch ? cp_path_probe(parent_path, type, func) : cp_path_child(parent_path, type, func);
+  uint32_t path = scratch ? cp_path_probe(parent_path, type, func) : cp_path_child_t(t, parent_path, type, func);
 
   /* A parent in another pool is linked under its own lock first (locks are
    * never nested). */
@@ -334,11 +338,13 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
     cp_pool_unlock(ppool);
   }
   const int trace = !scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+  const uint64_t now = cp_clock_now();
   uint32_t idx;
   cp_pool_lock(pool);
   if (pdec && ppool == pool) link_parent(pool, &pf, &pl);
   cp_slot *s = cp_pool_alloc(pool, &idx);
   if (UNLIKELY(!s)) {
+    const int released = pool->released;
     if (pl.linked && ppool == pool) {
       cp_slot *ps = cp_pool_slot(pool, pl.slot);
       if (ps && ps->gen == pl.gen) cp_pool_unref(pool, ps, pl.slot);
@@ -350,7 +356,8 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
       if (ps && ps->gen == pl.gen) cp_pool_unref(ppool, ps, pl.slot);
       cp_pool_unlock(ppool);
     }
-    bad(W_POOL_FULL, "event pool exhausted (no memory); event not recorded");
+    if (released) bad(W_AFTER_FINI, "startEvent on a finalized communicator; ignored");
+    else bad(W_POOL_FULL, "event pool exhausted (no memory); event not recorded");
     return NCCL_OK;
   }
   s->path = (uint16_t)path;
@@ -392,7 +399,7 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
     r->parent_obj = pobj;
     r->event_addr = handle;
     r->ctx_addr = ctxv;
-    fill_details(r, d, type);
+    fill_details(t, r, d, type, dt);
   }
   if (!scratch) {
     pool->events++;
@@ -453,14 +460,15 @@ ncclResult_t cp_core_stop(void *eHandle) {
     bad(W_AFTER_FINI, "stopEvent after its communicator was finalized; ignored");
     return NCCL_OK;
   }
-  const uint64_t now = cp_clock_now();
   const int trace = !pool->scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
-  cp_rec rec;
+  const uint64_t now = cp_clock_now();
   cp_pool_lock(pool);
   cp_slot *s = cp_pool_slot(pool, f.slot);
   if (UNLIKELY(!s || (s->gen & 0xFFu) != f.gen || s->path != f.path || s->gen == 0)) {
+    const int released = pool->released;
     cp_pool_unlock(pool);
-    bad(W_STALE_HANDLE, "stopEvent with a stale or invalid handle; ignored");
+    if (released) bad(W_AFTER_FINI, "stopEvent after its communicator was finalized; ignored");
+    else bad(W_STALE_HANDLE, "stopEvent with a stale or invalid handle; ignored");
     return NCCL_OK;
   }
   if (UNLIKELY(!s->live)) {
@@ -478,10 +486,15 @@ ncclResult_t cp_core_stop(void *eHandle) {
   const uint32_t pcomm = s->parent_comm, pslot = s->parent_slot, pgen = s->parent_gen;
   if (plinked && pcomm == f.comm) parent_update(pool, pslot, pgen, took_ref, dur, kch, gs, ge);
   if (trace) {
-    rec = s->rec;
-    rec.stop_ns = now;
-    rec.stop_tid = t->tid;
-    if (type == ncclProfileKernelCh) rec.d.kernel_ch.gpu_stop = s->has_gpu_stop ? ge : 0;
+    /* The record goes straight from the slot into this thread's ring. */
+    cp_rec *r = cp_trace_reserve();
+    if (r) {
+      *r = s->rec;
+      r->stop_ns = now;
+      r->stop_tid = t->tid;
+      if (type == ncclProfileKernelCh) r->d.kernel_ch.gpu_stop = s->has_gpu_stop ? ge : 0;
+      cp_trace_commit();
+    }
   }
   cp_pool_release(pool, s, f.slot);
   cp_pool_unlock(pool);
@@ -501,10 +514,9 @@ ncclResult_t cp_core_stop(void *eHandle) {
     return NCCL_OK;
   }
   if (path != CP_PATH_NONE) {
-    cp_profile_stop(path, dur, self, bytes);
-    if (kch) cp_profile_gpu(path, ge - gs);
+    cp_profile_stop_t(t, path, dur, self, bytes);
+    if (kch) cp_profile_gpu_t(t, path, ge - gs);
   }
-  if (trace) cp_trace_put(&rec);
   if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
   return NCCL_OK;
 }
@@ -531,12 +543,17 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
   cp_thr *t = cp_thr_get();
   cp_pool *pool = pool_lookup(t, f.comm);
   if (UNLIKELY(!pool)) { bad(W_FOREIGN_HANDLE, "recordEventState with a handle collprof did not create"); return NCCL_OK; }
-  const uint64_t now = cp_clock_now();
+  if (UNLIKELY(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED))) {
+    bad(W_AFTER_FINI, "recordEventState after its communicator was finalized; ignored");
+    return NCCL_OK;
+  }
   cp_pool_lock(pool);
   cp_slot *s = cp_pool_slot(pool, f.slot);
   if (UNLIKELY(!s || (s->gen & 0xFFu) != f.gen || s->path != f.path || s->gen == 0)) {
+    const int released = pool->released;
     cp_pool_unlock(pool);
-    bad(W_STALE_HANDLE, "recordEventState with a stale or invalid handle; ignored");
+    if (released) bad(W_AFTER_FINI, "recordEventState after its communicator was finalized; ignored");
+    else bad(W_STALE_HANDLE, "recordEventState with a stale or invalid handle; ignored");
     return NCCL_OK;
   }
   if (UNLIKELY(!s->live)) {
@@ -552,7 +569,9 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
   const int pxn = s->is_pxn;
   cp_pool_unlock(pool);
   if (pool->scratch) return NCCL_OK;
-  if (f.path != CP_PATH_NONE) cp_profile_state(f.path);
+  if (f.path != CP_PATH_NONE) cp_profile_state_t(t, f.path);
+  const int capture = __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED);
+  if (!atomic_load_explicit(&g.trace_on, memory_order_relaxed) && LIKELY(!capture)) return NCCL_OK;
   int kind = a ? state_arg_kind(eState) : 0;
   uint64_t arg = 0;
   if (a) {
@@ -562,24 +581,40 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
     else arg = (uint64_t)(uintptr_t)a->data;
   }
   if (atomic_load_explicit(&g.trace_on, memory_order_relaxed)) {
-    cp_rec r;
-    memset(&r, 0, sizeof r);
-    r.kind = CP_REC_STATE;
-    r.is_pxn = (uint8_t)pxn;
-    r.state_arg_kind = (uint8_t)(kind == 4 ? 0 : kind);
-    r.type = type;
-    r.path = (uint32_t)eState;
-    const cp_comm *c = pxn ? NULL : cp_registry_get(f.comm);
-    r.rank = c ? c->nccl_rank : -1;
-    r.comm = c ? c->index : 0;
-    r.pid = atomic_load_explicit(&g.pid, memory_order_relaxed);
-    r.start_tid = r.stop_tid = t->tid;
-    r.start_ns = r.stop_ns = now;
-    r.event_addr = h;
-    r.d.state.arg = arg;
-    cp_trace_put(&r);
+    const uint64_t now = cp_clock_now();   /* only the trace needs the time */
+    if (LIKELY(eState >= 0 && eState < 256)) {
+      cp_srec *r = cp_trace_reserve_state();   /* 32 bytes, expanded by the writer */
+      if (r) {
+        r->kind = CP_REC_STATE_C;
+        r->flags = (uint8_t)((kind == 4 ? 0 : kind) | (pxn ? 8 : 0));
+        r->type_idx = (uint8_t)__builtin_ctz(type);
+        r->state = (uint8_t)eState;
+        r->tid = t->tid;
+        r->handle = h;
+        r->ts = now;
+        r->arg = arg;
+        cp_trace_commit_state();
+      }
+    } else {
+      cp_rec r;
+      memset(&r, 0, sizeof r);
+      r.kind = CP_REC_STATE;
+      r.is_pxn = (uint8_t)pxn;
+      r.state_arg_kind = (uint8_t)(kind == 4 ? 0 : kind);
+      r.type = type;
+      r.path = (uint32_t)eState;
+      const cp_comm *c = pxn ? NULL : cp_registry_get(f.comm);
+      r.rank = c ? c->nccl_rank : -1;
+      r.comm = c ? c->index : 0;
+      r.pid = atomic_load_explicit(&g.pid, memory_order_relaxed);
+      r.start_tid = r.stop_tid = t->tid;
+      r.start_ns = r.stop_ns = now;
+      r.event_addr = h;
+      r.d.state.arg = arg;
+      cp_trace_put(&r);
+    }
   }
-  if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_state(h, eState, kind, arg);
+  if (UNLIKELY(capture)) cp_capture_state(h, eState, kind, arg);
   return NCCL_OK;
 }
 
@@ -622,7 +657,16 @@ static ncclResult_t fini_common(void *context) {
     bad(W_DOUBLE_FINI, "finalize twice on one communicator; ignored");
     return NCCL_OK;
   }
-  if (c->pool) __atomic_store_n(&c->pool->finalized, 1, __ATOMIC_RELAXED);
+  if (c->pool) {
+    __atomic_store_n(&c->pool->finalized, 1, __ATOMIC_RELAXED);
+    /* Its slots go now: a job that creates and destroys communicators in a
+     * loop must not grow.  Pending GPU spans and live events are accounted
+     * first; the pool struct and the registry entry stay (trace writer,
+     * summary, and handles that still name the index). */
+    cp_pool_lock(c->pool);
+    cp_pool_release_chunks(c->pool);
+    cp_pool_unlock(c->pool);
+  }
   lifecycle(c, ctxv, 0, 1);
   if (__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED)) cp_capture_fini(ctxv);
   if (atomic_fetch_sub(&g.active_comms, 1) == 1 && cp_output_on_last_finalize)

@@ -1,5 +1,7 @@
 /*
- * pool.c — slots, round robin, growth, fallback set, blacklist (pool.h).
+ * pool.c — slots, round robin, growth, fallback set, blacklist, release at
+ * finalize (pool.h).  The common cases of cp_pool_alloc and cp_pool_slot
+ * are inlined in pool.h; the rest is here.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -33,25 +35,71 @@ cp_pool *cp_pool_create(uint32_t comm_index, uint32_t chunk_size, uint64_t black
 void cp_pool_destroy(cp_pool *p) {
   if (!p) return;
   for (uint32_t c = 0; c < p->nchunks; c++) free(p->chunks[c]);
-  for (uint32_t i = 0; i < CP_POOL_FB_MAX; i++) free(p->fb[i]);
+  if (p->fb)
+    for (uint32_t i = 0; i < CP_POOL_FB_MAX; i++) free(p->fb[i]);
+  free(p->fb);
   free(p->chunks);
+  free(p->unterm);
   free(p);
+}
+
+/* One more unterminated event on `path` (release time; lock held). */
+static void tally_unterm(cp_pool *p, uint32_t path, uint32_t *cap) {
+  for (uint32_t i = 0; i < p->nunterm; i++)
+    if (p->unterm[i].path == path) { p->unterm[i].n++; return; }
+  if (p->nunterm == *cap) {
+    uint32_t ncap = *cap ? *cap * 2 : 8;
+    struct cp_unterm *nu = realloc(p->unterm, ncap * sizeof *nu);
+    if (!nu) return;               /* out of memory: that count is lost */
+    p->unterm = nu;
+    *cap = ncap;
+  }
+  p->unterm[p->nunterm].path = path;
+  p->unterm[p->nunterm].n = 1;
+  p->nunterm++;
+}
+
+static void release_one(cp_pool *p, cp_slot *s, uint32_t *cap) {
+  if (s->span_n) cp_pool_flush_span(s);
+  if (s->live && !p->scratch) tally_unterm(p, s->path, cap);
+}
+
+void cp_pool_release_chunks(cp_pool *p) {
+  if (p->released) return;
+  uint32_t cap = 0;
+  for (uint32_t c = 0; c < p->nchunks; c++) {
+    for (uint32_t i = 0; i < p->chunk_size; i++) release_one(p, &p->chunks[c][i], &cap);
+    free(p->chunks[c]);
+  }
+  if (p->fb) {
+    for (uint32_t i = 0; i < CP_POOL_FB_MAX; i++)
+      if (p->fb[i]) { release_one(p, p->fb[i], &cap); free(p->fb[i]); }
+    free(p->fb);
+  }
+  free(p->chunks);
+  if (p->nunterm < cap) {          /* keep only what is used */
+    struct cp_unterm *nu = realloc(p->unterm, p->nunterm * sizeof *nu);
+    if (nu || p->nunterm == 0) p->unterm = nu;
+  }
+  p->fb = NULL;
+  p->chunks = NULL;
+  p->nchunks = p->chunks_cap = p->capacity = p->next = p->busy = 0;
+  p->bl_size = 0;
+  p->bl_head = p->bl_tail = CP_SLOT_NIL;
+  p->max_chunks = 0;               /* never grows again */
+  p->released = 1;
+  p->memory = sizeof *p + (uint64_t)p->nunterm * sizeof *p->unterm;
 }
 
 void cp_pool_set_max_chunks(cp_pool *p, uint32_t n) {
   if (n < p->max_chunks) p->max_chunks = n;
 }
 
-static inline cp_slot *chunk_slot(cp_pool *p, uint32_t idx) {
-  uint32_t c, i;
-  if (p->chunk_shift >= 0) { c = idx >> p->chunk_shift; i = idx & (p->chunk_size - 1); }
-  else { c = idx / p->chunk_size; i = idx % p->chunk_size; }
-  return &p->chunks[c][i];
-}
+#define chunk_slot cp_pool_chunk_slot
 
-cp_slot *cp_pool_slot(cp_pool *p, uint32_t idx) {
+cp_slot *cp_pool_slot_slow(cp_pool *p, uint32_t idx) {
   if (idx < p->capacity) return chunk_slot(p, idx);
-  if (idx >= CP_POOL_FB_BASE && idx - CP_POOL_FB_BASE < CP_POOL_FB_MAX) return p->fb[idx - CP_POOL_FB_BASE];
+  if (p->fb && idx >= CP_POOL_FB_BASE && idx - CP_POOL_FB_BASE < CP_POOL_FB_MAX) return p->fb[idx - CP_POOL_FB_BASE];
   return NULL;
 }
 
@@ -65,7 +113,7 @@ static int grow(cp_pool *p) {
     p->chunks = nc;
     p->chunks_cap = ncap;
   }
-  cp_slot *c = calloc(p->chunk_size, sizeof *c);
+  cp_slot *c = cp_calloc_lines((size_t)p->chunk_size * sizeof *c);   /* slots are 32-byte aligned */
   if (!c) return -1;
   for (uint32_t i = 0; i < p->chunk_size; i++) c[i].lru_prev = c[i].lru_next = CP_SLOT_NIL;
   p->memory += (uint64_t)p->chunk_size * sizeof *c;
@@ -80,26 +128,23 @@ void cp_pool_flush_span(cp_slot *s) {
   s->span_n = 0;
 }
 
-static void reset_slot(cp_slot *s) {
-  s->live = 1;
-  s->has_gpu_stop = s->parent_linked = s->took_ref = s->is_pxn = 0;
-  s->child_ns = s->bytes = s->gpu_start = s->gpu_stop = 0;
-  s->span_min = s->span_max = 0;
-  s->span_n = 0;
-  s->origin_pid = 0;
-}
-
-cp_slot *cp_pool_alloc(cp_pool *p, uint32_t *idx) {
+cp_slot *cp_pool_alloc_slow(cp_pool *p, uint32_t *idx) {
+  if (p->released) { p->exhausted++; return NULL; }
   if (p->busy >= p->capacity && grow(p) != 0) {
     /* Every slot live or blacklisted and no chunk to be had: plain malloc. */
+    if (!p->fb) {
+      p->fb = calloc(CP_POOL_FB_MAX, sizeof *p->fb);
+      if (!p->fb) { p->exhausted++; return NULL; }
+      p->memory += CP_POOL_FB_MAX * sizeof *p->fb;
+    }
     for (uint32_t i = 0; i < CP_POOL_FB_MAX; i++) {
       if (p->fb[i]) continue;
-      cp_slot *s = calloc(1, sizeof *s);
+      cp_slot *s = cp_calloc_lines(sizeof *s);
       if (!s) break;
       s->gen = ++p->fb_gen ? p->fb_gen : ++p->fb_gen;
       s->fallback = 1;
       s->lru_prev = s->lru_next = CP_SLOT_NIL;
-      reset_slot(s);
+      cp_pool_reset_slot(s);
       p->fb[i] = s;
       p->fallbacks++;
       *idx = CP_POOL_FB_BASE + i;
@@ -115,7 +160,7 @@ cp_slot *cp_pool_alloc(cp_pool *p, uint32_t *idx) {
       if (s->span_n) cp_pool_flush_span(s);   /* lazily account the old GPU span */
       s->gen++;
       if (s->gen == 0) s->gen = 1;
-      reset_slot(s);
+      cp_pool_reset_slot(s);
       p->busy++;
       p->next = i + 1;
       *idx = i;
@@ -186,7 +231,7 @@ void cp_pool_release(cp_pool *p, cp_slot *s, uint32_t idx) {
   if (s->fallback) {
     if (s->refcnt) { lru_unlink(p, s); p->bl_size--; }
     cp_pool_flush_span(s);
-    if (idx >= CP_POOL_FB_BASE && idx - CP_POOL_FB_BASE < CP_POOL_FB_MAX && p->fb[idx - CP_POOL_FB_BASE] == s)
+    if (p->fb && idx >= CP_POOL_FB_BASE && idx - CP_POOL_FB_BASE < CP_POOL_FB_MAX && p->fb[idx - CP_POOL_FB_BASE] == s)
       p->fb[idx - CP_POOL_FB_BASE] = NULL;
     free(s);
     return;
@@ -197,6 +242,7 @@ void cp_pool_release(cp_pool *p, cp_slot *s, uint32_t idx) {
 void cp_pool_foreach(cp_pool *p, void (*fn)(const cp_slot *s, void *arg), void *arg) {
   for (uint32_t c = 0; c < p->nchunks; c++)
     for (uint32_t i = 0; i < p->chunk_size; i++) fn(&p->chunks[c][i], arg);
-  for (uint32_t i = 0; i < CP_POOL_FB_MAX; i++)
-    if (p->fb[i]) fn(p->fb[i], arg);
+  if (p->fb)
+    for (uint32_t i = 0; i < CP_POOL_FB_MAX; i++)
+      if (p->fb[i]) fn(p->fb[i], arg);
 }

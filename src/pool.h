@@ -3,8 +3,9 @@
  *
  * Every event lives in a slot of its communicator's pool (PXN events in the
  * process-wide detach pool, comm index 0).  Slots come in chunks of
- * COLLPROF_POOL_SIZE (default 1024) that are never freed (contexts live to
- * process end).  Allocation is round robin, starting after the slot handed
+ * COLLPROF_POOL_SIZE (default 1024), freed only when the communicator is
+ * finalized (cp_pool_release_chunks: a job that creates and destroys
+ * communicators in a loop stays bounded).  Allocation is round robin, starting after the slot handed
  * out last, so a just-released slot is reused as late as possible.  When
  * every slot is in use or blacklisted the pool grows by a chunk; when growth
  * fails (memory, or the 24-bit slot space) the event gets a plain malloc'ed
@@ -50,27 +51,28 @@
 #define CP_POOL_FB_BASE ((1u << 24) - CP_POOL_FB_MAX)   /* slot index of fallback 0 */
 
 typedef struct cp_slot {
+  /* first cache line: what every start, stop and state touches */
   uint32_t gen;          /* bumped at each hand-out; 0 = never handed out */
   uint8_t live;          /* started, not yet stopped */
   uint8_t fallback;      /* plain allocation: freed at stop */
   uint8_t has_gpu_stop;  /* KernelCh: state 22 seen */
-  uint8_t parent_linked; /* parent_* name a slot of ours (generation checked) */
+  uint8_t parent_linked; /* parent_* name a slot (generation checked) */
   uint8_t took_ref;      /* holds one reference on that parent */
   uint8_t is_pxn;
   uint16_t path;
   uint32_t type;         /* NCCL type bit */
-  uint32_t parent_comm, parent_slot, parent_gen;
   uint32_t refcnt;       /* live children naming this slot (blacklist) */
-  uint32_t lru_prev, lru_next;
-  int32_t origin_pid;    /* PXN: the issuing process */
+  uint32_t parent_comm, parent_slot, parent_gen;
   int32_t start_tid;
   uint64_t start_ns;
   uint64_t child_ns;     /* children that started and stopped inside */
   uint64_t bytes;
+  /* second line: parents (blacklist, GPU span), KernelCh, PXN */
+  uint32_t lru_prev, lru_next;
+  int32_t origin_pid;    /* PXN: the issuing process */
+  uint32_t span_n;       /* children in the span not yet accounted */
   uint64_t gpu_start, gpu_stop;   /* KernelCh: pTimer at start / state 22 */
   uint64_t span_min, span_max;    /* Coll/P2p: GPU span of KernelCh children */
-  uint32_t span_n;                /* children in the span not yet accounted */
-  uint32_t pad;
   cp_rec rec;            /* trace record, filled at start when the trace is on */
 } cp_slot;
 
@@ -82,6 +84,7 @@ typedef struct cp_pool {
   int chunk_shift;       /* log2(chunk_size) when a power of two, else -1 */
   int scratch;           /* self-cost pool: records nothing */
   int finalized;         /* its communicator was finalized (relaxed atomic) */
+  int released;          /* chunks freed at finalize: no slot is found any more */
   cp_slot **chunks;
   uint32_t nchunks, chunks_cap, max_chunks;
   uint32_t capacity;     /* nchunks * chunk_size */
@@ -91,8 +94,8 @@ typedef struct cp_pool {
   uint64_t bl_cap, bl_size;
   uint32_t bl_head, bl_tail;
   uint64_t evictions;
-  /* fallback set */
-  cp_slot *fb[CP_POOL_FB_MAX];
+  /* fallback set: CP_POOL_FB_MAX entries, allocated on first use */
+  cp_slot **fb;
   uint32_t fb_gen;
   uint64_t fallbacks, exhausted;
   /* per communicator: GPU %globaltimer minus host clock, min over KernelCh */
@@ -100,6 +103,9 @@ typedef struct cp_pool {
   int gpu_off_valid;
   uint64_t events;
   uint64_t memory;
+  /* events still live when the chunks were released: per path */
+  struct cp_unterm { uint32_t path, n; } *unterm;
+  uint32_t nunterm;
 } cp_pool;
 
 /* A pool with chunks of chunk_size slots (0 -> 1024) and a blacklist of
@@ -114,11 +120,11 @@ static inline void cp_pool_unlock(cp_pool *p) { atomic_flag_clear_explicit(&p->l
 
 /* Hand out a slot: *idx gets its index, the slot is live with a new
  * generation and zeroed event fields.  NULL when even the fallback set is
- * full (counted in p->exhausted).  A reused slot's pending GPU span is
- * first accounted to its old path. */
-cp_slot *cp_pool_alloc(cp_pool *p, uint32_t *idx);
+ * full (counted in p->exhausted) or the pool was released.  A reused
+ * slot's pending GPU span is first accounted to its old path. */
+cp_slot *cp_pool_alloc_slow(cp_pool *p, uint32_t *idx);
 /* Slot by index (chunk or fallback set), NULL if none. */
-cp_slot *cp_pool_slot(cp_pool *p, uint32_t idx);
+cp_slot *cp_pool_slot_slow(cp_pool *p, uint32_t idx);
 /* The event stopped: the slot goes back (stays held while blacklisted);
  * a fallback slot is freed. */
 void cp_pool_release(cp_pool *p, cp_slot *s, uint32_t idx);
@@ -127,6 +133,50 @@ void cp_pool_ref(cp_pool *p, cp_slot *s, uint32_t idx);
 void cp_pool_unref(cp_pool *p, cp_slot *s, uint32_t idx);
 /* Account a slot's pending GPU span into its path (profile) and clear it. */
 void cp_pool_flush_span(cp_slot *s);
+
+static inline cp_slot *cp_pool_chunk_slot(const cp_pool *p, uint32_t idx) {
+  uint32_t c, i;
+  if (__builtin_expect(p->chunk_shift >= 0, 1)) { c = idx >> p->chunk_shift; i = idx & (p->chunk_size - 1); }
+  else { c = idx / p->chunk_size; i = idx % p->chunk_size; }
+  return &p->chunks[c][i];
+}
+
+static inline cp_slot *cp_pool_slot(cp_pool *p, uint32_t idx) {
+  if (__builtin_expect(idx < p->capacity, 1)) return cp_pool_chunk_slot(p, idx);
+  return cp_pool_slot_slow(p, idx);
+}
+
+static inline void cp_pool_reset_slot(cp_slot *s) {
+  s->live = 1;
+  s->has_gpu_stop = s->parent_linked = s->took_ref = s->is_pxn = 0;
+  s->child_ns = s->bytes = 0;
+  s->origin_pid = 0;
+}
+
+/* The usual case inlined: the slot at the round-robin cursor is free. */
+static inline cp_slot *cp_pool_alloc(cp_pool *p, uint32_t *idx) {
+  uint32_t i = p->next;
+  if (__builtin_expect(i < p->capacity && p->busy < p->capacity, 1)) {
+    cp_slot *s = cp_pool_chunk_slot(p, i);
+    if (__builtin_expect(!s->live && s->refcnt == 0 && s->span_n == 0, 1)) {
+      s->gen++;
+      if (__builtin_expect(s->gen == 0, 0)) s->gen = 1;
+      cp_pool_reset_slot(s);
+      p->busy++;
+      p->next = i + 1;
+      *idx = i;
+      return s;
+    }
+  }
+  return cp_pool_alloc_slow(p, idx);
+}
+
+/* At finalize (lock held): account pending GPU spans, tally live events as
+ * unterminated (p->unterm), free every chunk and fallback slot.  The pool
+ * struct stays (handles name its index); afterwards no slot is found, so
+ * late stops and states are bad calls and children elsewhere skip their
+ * parent update. */
+void cp_pool_release_chunks(cp_pool *p);
 
 /* Visit every slot (snapshot); pool lock held by the caller. */
 void cp_pool_foreach(cp_pool *p, void (*fn)(const cp_slot *s, void *arg), void *arg);

@@ -11,11 +11,10 @@
 #include "strtab.h"
 #include "tls.h"
 
-static cp_prof_ent *prof_slot(uint32_t path) {
+cp_prof_ent *cp_prof_ent_slow(cp_thr *t, uint32_t path) {
   if (path >= CP_PROF_CHUNK * CP_PROF_NCHUNK) return NULL;
-  cp_thr *t = cp_thr_get();
   cp_prof_ent *c = t->prof[path / CP_PROF_CHUNK];
-  if (__builtin_expect(!c, 0)) {
+  if (!c) {
     /* First event of this thread in these 256 paths: one allocation. */
     c = cp_calloc_lines(CP_PROF_CHUNK * sizeof *c);
     if (!c) return NULL;
@@ -25,28 +24,12 @@ static cp_prof_ent *prof_slot(uint32_t path) {
 }
 
 void cp_profile_stop(uint32_t path, uint64_t dur, uint64_t self, uint64_t bytes) {
-  cp_prof_ent *e = prof_slot(path);
-  if (!e) return;
-  uint64_t calls = cp_ld(&e->calls);
-  if (calls == 0 || dur < cp_ld(&e->min)) __atomic_store_n(&e->min, dur, __ATOMIC_RELAXED);
-  if (dur > cp_ld(&e->max)) __atomic_store_n(&e->max, dur, __ATOMIC_RELAXED);
-  cp_inc(&e->total, dur);
-  cp_inc(&e->self, self);
-  if (bytes) cp_inc(&e->bytes, bytes);
-  __atomic_store_n(&e->calls, calls + 1, __ATOMIC_RELEASE);
+  cp_profile_stop_t(cp_thr_get(), path, dur, self, bytes);
 }
 
-void cp_profile_state(uint32_t path) {
-  cp_prof_ent *e = prof_slot(path);
-  if (e) cp_inc(&e->states, 1);
-}
+void cp_profile_state(uint32_t path) { cp_profile_state_t(cp_thr_get(), path); }
 
-void cp_profile_gpu(uint32_t path, uint64_t gpu_ns) {
-  cp_prof_ent *e = prof_slot(path);
-  if (!e) return;
-  cp_inc(&e->gpu_ns, gpu_ns);
-  cp_inc(&e->gpu_samples, 1);
-}
+void cp_profile_gpu(uint32_t path, uint64_t gpu_ns) { cp_profile_gpu_t(cp_thr_get(), path, gpu_ns); }
 
 void cp_profile_merge(collprof_path_stat *out, size_t n) {
   for (cp_thr *t = cp_thr_all(); t; t = t->next) {

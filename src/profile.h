@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "collprof.h"
+#include "tls.h"
 
 /* One stopped event: duration, self time (duration minus children that
  * started and stopped inside it), bytes (Coll/P2p). */
@@ -19,6 +20,37 @@ void cp_profile_stop(uint32_t path, uint64_t dur_ns, uint64_t self_ns, uint64_t 
 void cp_profile_state(uint32_t path);
 /* One GPU sample: a KernelCh duration, or a Coll/P2p span. */
 void cp_profile_gpu(uint32_t path, uint64_t gpu_ns);
+
+/* ---- hot path: the same with the caller's thread block, inlined ---- */
+cp_prof_ent *cp_prof_ent_slow(cp_thr *t, uint32_t path);   /* allocates a chunk */
+static inline cp_prof_ent *cp_prof_ent_get(cp_thr *t, uint32_t path) {
+  if (__builtin_expect(path < CP_PROF_CHUNK * CP_PROF_NCHUNK, 1)) {
+    cp_prof_ent *c = t->prof[path / CP_PROF_CHUNK];
+    if (__builtin_expect(c != NULL, 1)) return &c[path % CP_PROF_CHUNK];
+  }
+  return cp_prof_ent_slow(t, path);
+}
+static inline void cp_profile_stop_t(cp_thr *t, uint32_t path, uint64_t dur, uint64_t self, uint64_t bytes) {
+  cp_prof_ent *e = cp_prof_ent_get(t, path);
+  if (!e) return;
+  uint64_t calls = cp_ld(&e->calls);
+  if (calls == 0 || dur < cp_ld(&e->min)) __atomic_store_n(&e->min, dur, __ATOMIC_RELAXED);
+  if (dur > cp_ld(&e->max)) __atomic_store_n(&e->max, dur, __ATOMIC_RELAXED);
+  cp_inc(&e->total, dur);
+  cp_inc(&e->self, self);
+  if (bytes) cp_inc(&e->bytes, bytes);
+  __atomic_store_n(&e->calls, calls + 1, __ATOMIC_RELEASE);
+}
+static inline void cp_profile_state_t(cp_thr *t, uint32_t path) {
+  cp_prof_ent *e = cp_prof_ent_get(t, path);
+  if (e) cp_inc(&e->states, 1);
+}
+static inline void cp_profile_gpu_t(cp_thr *t, uint32_t path, uint64_t gpu_ns) {
+  cp_prof_ent *e = cp_prof_ent_get(t, path);
+  if (!e) return;
+  cp_inc(&e->gpu_ns, gpu_ns);
+  cp_inc(&e->gpu_samples, 1);
+}
 
 /* Add every thread's numbers into out[0..n) (calls, total_ns, self_ns,
  * min_ns, max_ns, bytes, states, gpu_ns, gpu_samples; min/max combined). */

@@ -52,6 +52,10 @@ static void scan_pool(cp_pool *p, scan *sc, uint64_t *evictions, uint64_t *memor
   if (!p) return;
   cp_pool_lock(p);
   cp_pool_foreach(p, scan_slot, sc);
+  for (uint32_t i = 0; i < p->nunterm; i++) {   /* live when its chunks were released */
+    if (p->unterm[i].path < sc->n) sc->paths[p->unterm[i].path].unterminated += p->unterm[i].n;
+    sc->unterminated += p->unterm[i].n;
+  }
   *evictions += p->evictions;
   *memory += p->memory;
   cp_pool_unlock(p);

@@ -90,12 +90,12 @@ uint32_t cp_str_intern(const char *s) {
   cp_thr *t = cp_thr_get();
   uintptr_t p = (uintptr_t)s;
   cp_scache_ent *e = &t->scache[((p >> 3) ^ (p >> 11)) & (CP_SCACHE - 1)];
-  if (e->p == s && e->id && strcmp(cp_str_get(e->id), s) == 0) return e->id;
+  if (e->p == s && e->id && strcmp(e->str, s) == 0) return e->id;
   size_t n = strnlen(s, STR_MAXLEN);
   pthread_mutex_lock(&str_mu);
   uint32_t id = intern_locked(s, n);
   pthread_mutex_unlock(&str_mu);
-  if (id) { e->p = s; e->id = id; }
+  if (id) { e->p = s; e->str = cp_str_get(id); e->id = id; }
   return id;
 }
 

@@ -11,9 +11,21 @@
 #ifndef COLLPROF_STRTAB_H
 #define COLLPROF_STRTAB_H
 #include <stdint.h>
+#include <string.h>
+#include "tls.h"
 
 uint32_t cp_str_intern(const char *s);
 const char *cp_str_get(uint32_t id);      /* never NULL; unknown id -> "" */
+
+/* Hot path: cp_str_intern with the caller's thread block, the cache hit
+ * inlined (pointer match confirmed by strcmp against the interned text). */
+static inline uint32_t cp_str_intern_t(struct cp_thr *t, const char *s) {
+  if (!s || !*s) return 0;
+  uintptr_t p = (uintptr_t)s;
+  cp_scache_ent *e = &t->scache[((p >> 3) ^ (p >> 11)) & (CP_SCACHE - 1)];
+  if (__builtin_expect(e->p == s && e->id && strcmp(e->str, s) == 0, 1)) return e->id;
+  return cp_str_intern(s);
+}
 /* Bytes held by the table (for the summary's memoryBytes). */
 uint64_t cp_str_memory(void);
 

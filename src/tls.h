@@ -30,7 +30,7 @@ typedef struct cp_prof_ent {
 } cp_prof_ent;
 
 typedef struct cp_pcache_ent { uint64_t key1; uint32_t id; uint32_t pad; } cp_pcache_ent;
-typedef struct cp_scache_ent { const char *p; uint32_t id; uint32_t pad; } cp_scache_ent;
+typedef struct cp_scache_ent { const char *p; const char *str; uint32_t id; uint32_t pad; } cp_scache_ent;
 
 typedef struct cp_thr {
   struct cp_thr *next;          /* list of all blocks (never unlinked) */
@@ -45,6 +45,10 @@ typedef struct cp_thr {
   struct cp_pool *last_pool;
   /* counters (single writer, relaxed) */
   uint64_t events, events_pxn, unknown_parent;
+  /* mask_control.c: API calls this thread saw, and those sampled (summed
+   * over threads for the summary; per thread so that the hook of every API
+   * call writes no shared cache line) */
+  uint64_t api_calls, api_sampled;
   cp_prof_ent *prof[CP_PROF_NCHUNK];
   cp_pcache_ent pcache[CP_PCACHE];
   cp_scache_ent scache[CP_SCACHE];

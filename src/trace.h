@@ -2,9 +2,9 @@
  * trace.h — the JSONL trace: binary records on the calling thread, JSON on
  * a writer thread.
  *
- * The hot path (plugin.c) fills a cp_rec and calls cp_trace_put(): a copy
- * into a per-thread single-producer ring, no lock, no system call, no
- * formatting.  A writer thread (trace_writer.c) drains every ring, formats
+ * The hot path (plugin.c) writes a cp_rec (or a 32-byte cp_srec for a
+ * state) straight into a per-thread single-producer ring: no lock, no
+ * system call, no formatting.  A writer thread (trace_writer.c) drains every ring, formats
  * the records as shared/docs/trace-format.md defines them, and writes large
  * blocks with whole lines only.  A full ring drops the record and counts it
  * (cp_trace_dropped); the count goes into the rank summary.
@@ -19,8 +19,8 @@
 
 enum cp_rec_kind { CP_REC_EVENT = 1, CP_REC_STATE = 2, CP_REC_LIFECYCLE = 3 };
 
-/* One record: 128 bytes, copied by value into the ring. */
-typedef struct cp_rec {
+/* One record: 128 bytes (4 ring units). */
+typedef struct __attribute__((aligned(32))) cp_rec {
   uint8_t kind;            /* cp_rec_kind */
   uint8_t is_pxn;
   uint8_t state_arg_kind;  /* state records: 0 none, 1 transSize, 2 appendedProxyOps, 3 pTimer(gpuStop) */
@@ -50,10 +50,41 @@ typedef struct cp_rec {
   } d;
 } cp_rec;
 
+/* One 32-byte unit of a thread's ring (trace_writer.c): a cp_rec takes 4. */
+typedef struct cp_unit { uint64_t w[4]; } __attribute__((aligned(32))) cp_unit;
+
+/* A state record as the hot path writes it (one unit); the writer expands
+ * it to a CP_REC_STATE cp_rec: type from type_idx, rank and comm from the
+ * registry entry of the handle's comm index (none when is_pxn), pid the
+ * process's. */
+enum { CP_REC_STATE_C = 0x10 };
+typedef struct cp_srec {
+  uint8_t kind;            /* CP_REC_STATE_C */
+  uint8_t flags;           /* bits 0-2: cp_rec.state_arg_kind; bit 3: is_pxn */
+  uint8_t type_idx;        /* log2 of the NCCL type bit */
+  uint8_t state;           /* NCCL's state number (larger ones: full cp_rec) */
+  int32_t tid;
+  uint64_t handle;         /* the event's handle (eventAddr) */
+  uint64_t ts;
+  uint64_t arg;
+} cp_srec;
+
+/* Expand a compact state record (writer side). */
+void cp_srec_expand(const cp_srec *s, cp_rec *r);
+
 /* Start the trace (idempotent; opens the file lazily on first record). */
 void cp_trace_start(void);
 /* Hot path: copy one record into this thread's ring. Never blocks. */
 void cp_trace_put(const cp_rec *r);
+/* Hot path, write in place: a record (or a compact state record) in this
+ * thread's ring to fill, then publish it with the matching commit, on the
+ * same thread, before any other trace call of that thread.  NULL when the
+ * ring is full (counted as dropped) or the trace is off: nothing to
+ * commit. */
+cp_rec *cp_trace_reserve(void);
+void cp_trace_commit(void);
+cp_srec *cp_trace_reserve_state(void);
+void cp_trace_commit_state(void);
 /* Drain every ring and write everything out (called at finalize/exit). */
 void cp_trace_flush(void);
 /* Records lost to full rings. */

@@ -2,16 +2,21 @@
  * trace_writer.c — per-thread rings of cp_rec and the writer thread that
  * turns them into the JSONL trace (trace.h, trace_writer.h).
  *
- * Hot path (cp_trace_put): one relaxed load of the accept flag, the
- * thread's ring from an initial-exec TLS pointer, a 128-byte copy into the
- * slot and a release store of the head.  The producer reads the
- * consumer's tail only when its cached copy says the ring may be half
- * full; then it raises a wake flag for the writer (a plain store: no
- * system call on the hot path).  A full ring drops the record and counts
- * it; the writer thread prints one warning.
+ * Hot path: one relaxed load of the accept flag, the thread's ring from an
+ * initial-exec TLS pointer, the record written once into the ring and a
+ * release store of the head.  Rings are arrays of 32-byte units: a full
+ * cp_rec takes 4 (cp_trace_put copies one in; cp_trace_reserve/commit let
+ * the event stop write its record in place), a state record takes 1
+ * (cp_srec, trace.h: states are half the records of a run and need only
+ * the handle, time, thread and argument; the writer expands them).  A
+ * 4-unit record never wraps: the rest of the ring is skipped with a pad
+ * unit.  The producer reads the consumer's tail only when its cached copy
+ * says the ring may be half full; then it raises a wake flag for the
+ * writer (a plain store: no system call on the hot path).  A full ring
+ * drops the record and counts it; the writer thread prints one warning.
  *
- * Rings hold COLLPROF_TRACE_BUFFER records rounded up to a power of two
- * (index by mask).  They are created on a thread's first record (the only
+ * Rings hold COLLPROF_TRACE_BUFFER full records (4 units each), rounded
+ * up to a power of two (index by mask).  They are created on a thread's first record (the only
  * allocation) and linked into a global
  * list that is only ever pushed to.  When a thread exits its ring is marked
  * dead; once drained it is free and the next new thread takes it over, so
@@ -43,6 +48,8 @@
 #include "config.h"
 #include "meta.h"
 #include "output.h"
+#include "handle.h"
+#include "registry.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,7 +65,10 @@
 
 #pragma GCC visibility push(hidden)
 
-_Static_assert(sizeof(cp_rec) <= 128, "cp_rec fits two cache lines");
+_Static_assert(sizeof(cp_rec) == 4 * sizeof(cp_unit), "cp_rec is 4 ring units");
+_Static_assert(sizeof(cp_srec) == sizeof(cp_unit), "cp_srec is 1 ring unit");
+
+#define UNIT_PAD 0x7F   /* kind of a pad unit: skip to the ring's start */
 
 enum { RING_ACTIVE = 0, RING_DEAD = 1, RING_FREE = 2 };
 
@@ -69,8 +79,8 @@ typedef struct cp_ring {
   uint64_t tail_cache;            /* producer's last view of tail */
   _Atomic uint64_t dropped;       /* single writer: the producer */
   /* read-only after creation */
-  cp_rec *slots;
-  uint64_t mask, half;
+  cp_unit *slots;
+  uint64_t mask, half;            /* in units */
   struct cp_ring *next;
   /* written by the consumer, on its own cache line */
   _Atomic uint64_t tail __attribute__((aligned(64)));
@@ -242,9 +252,22 @@ static void drain_locked(char *buf, size_t cap, int sig) {
         len = 0;
         nrec = 0;
       }
-      len += cp_trace_json(&rg->slots[t & rg->mask], buf + len);
+      const cp_unit *u = &rg->slots[t & rg->mask];
+      uint8_t kind = *(const uint8_t *)u;
+      if (kind == UNIT_PAD) {
+        t += rg->mask + 1 - (t & rg->mask);
+        continue;
+      }
+      if (kind == CP_REC_STATE_C) {
+        cp_rec r;
+        cp_srec_expand((const cp_srec *)u, &r);
+        len += cp_trace_json(&r, buf + len);
+        t += 1;
+      } else {
+        len += cp_trace_json((const cp_rec *)u, buf + len);
+        t += 4;
+      }
       nrec++;
-      t++;
     }
     atomic_store_explicit(&rg->tail, t, memory_order_release);
     if (atomic_load_explicit(&rg->state, memory_order_acquire) == RING_DEAD &&
@@ -305,6 +328,25 @@ static void *writer_main(void *arg) {
   return NULL;
 }
 
+static _Atomic int g_pid;   /* the process's, at trace start */
+
+void cp_srec_expand(const cp_srec *s, cp_rec *r) {
+  memset(r, 0, sizeof *r);
+  r->kind = CP_REC_STATE;
+  r->is_pxn = (s->flags >> 3) & 1;
+  r->state_arg_kind = s->flags & 7;
+  r->type = s->type_idx < 32 ? 1u << s->type_idx : 0;
+  r->path = s->state;
+  const cp_comm *c = r->is_pxn ? NULL : cp_registry_get((uint32_t)(s->handle >> 32) & 0xFFFu);
+  r->rank = c ? c->nccl_rank : -1;
+  r->comm = c ? c->index : 0;
+  r->pid = atomic_load_explicit(&g_pid, memory_order_relaxed);
+  r->start_tid = r->stop_tid = s->tid;
+  r->start_ns = r->stop_ns = s->ts;
+  r->event_addr = s->handle;
+  r->d.state.arg = s->arg;
+}
+
 /* ---- rings ---- */
 
 static void ring_dtor(void *p) {
@@ -338,7 +380,7 @@ __attribute__((noinline, cold)) static cp_ring *ring_attach(void) {
   /* aligned_alloc wants sizes that are multiples of the alignment. */
   size_t slots_bytes = (g_cap * sizeof(cp_rec) + 63) & ~(size_t)63;
   rg = aligned_alloc(64, (sizeof *rg + 63) & ~(size_t)63);
-  cp_rec *slots = aligned_alloc(64, slots_bytes);
+  cp_unit *slots = aligned_alloc(64, slots_bytes);
   if (!rg || !slots) {
     free(rg);
     free(slots);
@@ -346,8 +388,8 @@ __attribute__((noinline, cold)) static cp_ring *ring_attach(void) {
   }
   memset(rg, 0, sizeof *rg);
   rg->slots = slots;
-  rg->mask = g_cap - 1;
-  rg->half = g_cap / 2;
+  rg->mask = g_cap * 4 - 1;
+  rg->half = g_cap * 2;
   atomic_fetch_add(&g_ring_bytes, sizeof *rg + slots_bytes);
   rg->next = atomic_load(&g_rings);
   while (!atomic_compare_exchange_weak(&g_rings, &rg->next, rg)) {}
@@ -360,27 +402,55 @@ got:
   return rg;
 }
 
-void cp_trace_put(const cp_rec *r) {
-  if (__builtin_expect(!atomic_load_explicit(&g_accept, memory_order_relaxed), 0)) return;
+/* Room for n units at the head (n = 1 or 4), a pad written first when a
+ * 4-unit record would wrap.  NULL (and the record counted as dropped) when
+ * the ring is full or the trace takes no records. */
+static inline cp_unit *reserve(unsigned n) {
+  if (__builtin_expect(!atomic_load_explicit(&g_accept, memory_order_relaxed), 0)) return NULL;
   cp_ring *rg = tl_ring;
-  if (__builtin_expect(!rg, 0) && !(rg = ring_attach())) return;
+  if (__builtin_expect(!rg, 0) && !(rg = ring_attach())) return NULL;
   uint64_t h = rg->head_priv;
-  if (__builtin_expect(h - rg->tail_cache >= rg->half, 0)) {
+  uint64_t pad = n > 1 && (h & rg->mask) + n > rg->mask + 1 ? rg->mask + 1 - (h & rg->mask) : 0;
+  if (__builtin_expect(h + pad + n - rg->tail_cache > rg->half, 0)) {
     rg->tail_cache = atomic_load_explicit(&rg->tail, memory_order_acquire);
-    uint64_t fill = h - rg->tail_cache;
-    if (fill > rg->mask) {           /* full */
+    uint64_t fill = h + pad + n - rg->tail_cache;
+    if (fill > rg->mask + 1) {       /* full */
       atomic_store_explicit(&rg->dropped,
                             atomic_load_explicit(&rg->dropped, memory_order_relaxed) + 1,
                             memory_order_relaxed);
       atomic_store_explicit(&g_wake, 1, memory_order_relaxed);
-      return;
+      return NULL;
     }
-    if (fill >= rg->half) atomic_store_explicit(&g_wake, 1, memory_order_relaxed);
+    if (fill > rg->half) atomic_store_explicit(&g_wake, 1, memory_order_relaxed);
   }
-  memcpy(&rg->slots[h & rg->mask], r, sizeof *r);
-  rg->head_priv = h + 1;
-  atomic_store_explicit(&rg->head, h + 1, memory_order_release);
+  if (pad) {
+    *(uint8_t *)&rg->slots[h & rg->mask] = UNIT_PAD;
+    h += pad;
+    rg->head_priv = h;
+  }
+  return &rg->slots[h & rg->mask];
 }
+
+/* Publish the n units reserve() returned. */
+static inline void commit(unsigned n) {
+  cp_ring *rg = tl_ring;
+  uint64_t h = rg->head_priv + n;
+  rg->head_priv = h;
+  atomic_store_explicit(&rg->head, h, memory_order_release);
+}
+
+void cp_trace_put(const cp_rec *r) {
+  cp_unit *u = reserve(4);
+  if (!u) return;
+  memcpy(u, r, sizeof *r);
+  commit(4);
+}
+
+cp_rec *cp_trace_reserve(void) { return (cp_rec *)reserve(4); }
+void cp_trace_commit(void) { commit(4); }
+
+cp_srec *cp_trace_reserve_state(void) { return (cp_srec *)reserve(1); }
+void cp_trace_commit_state(void) { commit(1); }
 
 /* ---- life cycle ---- */
 
@@ -396,6 +466,7 @@ void cp_trace_start(void) {
     pthread_key_create(&g_key, ring_dtor);
     pthread_atfork(NULL, NULL, after_fork_child);
     cp_meta_init();
+    atomic_store(&g_pid, (int)getpid());
     io_lock();
     cp_output_trace_path(g_path, sizeof g_path);
     io_unlock();

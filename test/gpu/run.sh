@@ -11,6 +11,8 @@
 # parses) and gpu_time.py (sampled vs CUDA-event time, sizes >= 1 MiB).
 # Then, when there are 2 GPUs or more, one process driving 2 GPUs from two
 # threads.  Output folders stay in $RUN_OUT (default a temporary folder).
+# APP_ARGS adds app options to every run (e.g. "--phases sweep,split");
+# APP_TIMEOUT (default 180 s) bounds each run: a hang fails the step.
 # Exit status: number of failed steps.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,11 +38,11 @@ run() {
   mkdir -p "$d/app"
   echo "== $name: $np process(es): $APP $*"
   # shellcheck disable=SC2086
-  $MPIRUN -np "$np" -x NCCL_NVLS_ENABLE=0 -x LD_PRELOAD="$MPILIB" \
+  timeout "${APP_TIMEOUT:-180}" $MPIRUN -np "$np" -x NCCL_NVLS_ENABLE=0 -x LD_PRELOAD="$MPILIB" \
     -x NCCL_PROFILER_PLUGIN="$PLUGIN" -x COLLPROF_OUTPUT_DIR="$d/prof" -x COLLPROF_QUIET=1 \
-    "$APP" --out "$d/app" "$@" >"$d/app.log" 2>&1
+    "$APP" --out "$d/app" "$@" ${APP_ARGS:-} >"$d/app.log" 2>&1
   local rc=$?
-  tail -n 40 "$d/app.log" | grep -v '^ ' | sed 's/^/   /' | tail -n 12
+  grep -E '^collprof|avg bus' "$d/app.log" | sed 's/^/   /' | tail -n 20
   if [ $rc -ne 0 ]; then echo "not ok - $name: app exited $rc"; fail=$((fail + 1)); return; fi
   python3 "$TOP/test/gpu/check_run.py" "$d/app" "$d/prof" || fail=$((fail + 1))
 }
