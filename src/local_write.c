@@ -293,3 +293,7 @@ void cp_local_atexit(void) {
 }
 
 #pragma GCC visibility pop
+
+/* For the MPI layer's SIGTERM/SIGINT handler: async-signal-safe, whole
+ * lines only (trace_writer.c). */
+void collprof_flush_signal_safe(void) { cp_trace_flush_signal_safe(); }

@@ -195,7 +195,7 @@ static void bl_drop(cp_pool *p, cp_slot *s) {
   if (!s->live && !s->fallback) p->busy--;
 }
 
-void cp_pool_ref(cp_pool *p, cp_slot *s, uint32_t idx) {
+void cp_pool_ref_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
   if (s->refcnt == 0) {
     if (!s->live && !s->fallback) p->busy++;   /* a released slot is held again */
     lru_append(p, s, idx);
@@ -217,7 +217,7 @@ void cp_pool_ref(cp_pool *p, cp_slot *s, uint32_t idx) {
   }
 }
 
-void cp_pool_unref(cp_pool *p, cp_slot *s, uint32_t idx) {
+void cp_pool_unref_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
   (void)idx;
   if (s->refcnt == 0) return;                  /* evicted meanwhile */
   if (--s->refcnt == 0) {
@@ -226,7 +226,7 @@ void cp_pool_unref(cp_pool *p, cp_slot *s, uint32_t idx) {
   }
 }
 
-void cp_pool_release(cp_pool *p, cp_slot *s, uint32_t idx) {
+void cp_pool_release_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
   s->live = 0;
   if (s->fallback) {
     if (s->refcnt) { lru_unlink(p, s); p->bl_size--; }

@@ -127,10 +127,27 @@ cp_slot *cp_pool_alloc_slow(cp_pool *p, uint32_t *idx);
 cp_slot *cp_pool_slot_slow(cp_pool *p, uint32_t idx);
 /* The event stopped: the slot goes back (stays held while blacklisted);
  * a fallback slot is freed. */
-void cp_pool_release(cp_pool *p, cp_slot *s, uint32_t idx);
-/* A child names this slot / stopped naming it. */
-void cp_pool_ref(cp_pool *p, cp_slot *s, uint32_t idx);
-void cp_pool_unref(cp_pool *p, cp_slot *s, uint32_t idx);
+void cp_pool_release_slow(cp_pool *p, cp_slot *s, uint32_t idx);
+static inline void cp_pool_release(cp_pool *p, cp_slot *s, uint32_t idx) {
+  if (__builtin_expect(!s->fallback, 1)) {
+    s->live = 0;
+    if (s->refcnt == 0) p->busy--;
+    return;
+  }
+  cp_pool_release_slow(p, s, idx);
+}
+/* A child names this slot / stopped naming it.  Inlined: a further child
+ * of the most recently named parent, and a child that is not the last. */
+void cp_pool_ref_slow(cp_pool *p, cp_slot *s, uint32_t idx);
+void cp_pool_unref_slow(cp_pool *p, cp_slot *s, uint32_t idx);
+static inline void cp_pool_ref(cp_pool *p, cp_slot *s, uint32_t idx) {
+  if (s->refcnt != 0 && p->bl_tail == idx) { s->refcnt++; return; }
+  cp_pool_ref_slow(p, s, idx);
+}
+static inline void cp_pool_unref(cp_pool *p, cp_slot *s, uint32_t idx) {
+  if (s->refcnt > 1) { s->refcnt--; return; }
+  cp_pool_unref_slow(p, s, idx);
+}
 /* Account a slot's pending GPU span into its path (profile) and clear it. */
 void cp_pool_flush_span(cp_slot *s);
 

@@ -418,10 +418,12 @@ static inline cp_unit *reserve(unsigned n) {
       atomic_store_explicit(&rg->dropped,
                             atomic_load_explicit(&rg->dropped, memory_order_relaxed) + 1,
                             memory_order_relaxed);
-      atomic_store_explicit(&g_wake, 1, memory_order_relaxed);
+      if (!atomic_load_explicit(&g_wake, memory_order_relaxed))
+        atomic_store_explicit(&g_wake, 1, memory_order_relaxed);
       return NULL;
     }
-    if (fill > rg->half) atomic_store_explicit(&g_wake, 1, memory_order_relaxed);
+    if (fill > rg->half && !atomic_load_explicit(&g_wake, memory_order_relaxed))
+      atomic_store_explicit(&g_wake, 1, memory_order_relaxed);   /* write the shared line once */
   }
   if (pad) {
     *(uint8_t *)&rg->slots[h & rg->mask] = UNIT_PAD;
