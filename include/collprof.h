@@ -131,8 +131,11 @@ uint64_t collprof_now_ns(void);
 
 /* Async-signal-safe: write what the trace buffers hold as whole lines
  * (for SIGTERM/SIGINT handlers of the MPI layer; no locks, no malloc).
- * The MPI layer looks it up with dlsym, so it may be absent. */
+ * The trace file stays locked afterwards, so no write can be cut short by
+ * the kill that follows; a handler whose process goes on calls
+ * collprof_resume_after_signal().  The MPI layer looks both up with dlsym. */
 void collprof_flush_signal_safe(void);
+void collprof_resume_after_signal(void);
 
 /* Set by the MPI layer so that the plugin's own exit-time writing does not
  * run twice and knows MPI will do it. */

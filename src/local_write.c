@@ -297,3 +297,4 @@ void cp_local_atexit(void) {
 /* For the MPI layer's SIGTERM/SIGINT handler: async-signal-safe, whole
  * lines only (trace_writer.c). */
 void collprof_flush_signal_safe(void) { cp_trace_flush_signal_safe(); }
+void collprof_resume_after_signal(void) { cp_trace_resume_signal_safe(); }

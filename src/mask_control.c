@@ -66,6 +66,7 @@ static int g_off;                     /* the user's mask is 0: never profile */
 static uint32_t g_n;                  /* gpu_sample */
 static atomic_int g_next_kc;          /* decision for the next API call */
 static atomic_int g_in_window = 1;    /* 0 outside a profiling window */
+static atomic_int g_frozen;           /* graph capture seen: mask constant */
 static _Atomic uint64_t g_forced[FORCE_CAP / 64]; /* paths that forced */
 static atomic_uint_fast64_t g_forced_total;
 
@@ -126,7 +127,7 @@ static uint32_t effective(void) {
  * timer's store of g_in_window), and a stale non-zero mask must not stay. */
 static void publish(void) {
   int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);
-  if (!p) return;
+  if (!p || atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
   uint32_t v = effective();
   if ((uint32_t)__atomic_load_n(p, __ATOMIC_RELAXED) != v)
     __atomic_store_n(p, (int)v, __ATOMIC_RELAXED);
@@ -236,6 +237,8 @@ HIDDEN uint32_t cp_mask_attach(int *eActivationMask) {
   pthread_once(&g_once, init_once);
   if (!eActivationMask) return 0;
   atomic_store(&g_ptr, eActivationMask);
+  if (atomic_load(&g_frozen))          /* keep the frozen value (one int per process) */
+    return (uint32_t)__atomic_load_n(eActivationMask, __ATOMIC_RELAXED);
   uint32_t v = effective();
   __atomic_store_n(eActivationMask, (int)v, __ATOMIC_RELAXED);
   if (g_have_periods) {
@@ -256,6 +259,7 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
   uint64_t k = cp_ld(&t->api_calls);
   cp_inc(&t->api_calls, 1);
   if (g_n <= 1) return;   /* N = 1: always on, N = 0: always off (init) */
+  if (atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
   int next = periodic(k + 1);
   if (!next && !sampled && path < FORCE_CAP && force_budget(k + 1) &&
       !cp_path_gpu_seen(path)) {
@@ -271,6 +275,19 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
     atomic_store_explicit(&g_next_kc, next, memory_order_relaxed);
   publish();
 }
+
+HIDDEN void cp_mask_on_graph_capture(void) {
+  if (atomic_load_explicit(&g_frozen, memory_order_relaxed) || atomic_exchange(&g_frozen, 1)) return;
+  /* The timer thread's stores go through publish(), which now does
+   * nothing: periods end here too. */
+  int kc = cp_mask_kernelch_on();
+  cp_warn("CUDA graph capture seen: the event mask is frozen from now on (KernelCh %s, "
+          "no more GPU sampling%s), because NCCL hangs when KernelCh changes between a "
+          "graph's capture and its replays", kc ? "on for every call" : "off",
+          g_have_periods ? " or profiling periods" : "");
+}
+
+HIDDEN int cp_mask_frozen(void) { return atomic_load_explicit(&g_frozen, memory_order_relaxed); }
 
 HIDDEN int cp_mask_kernelch_on(void) {
   int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);

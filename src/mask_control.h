@@ -29,6 +29,16 @@ uint32_t cp_mask_attach(int *eActivationMask);
  * the next API call. */
 void cp_mask_on_api_call(uint32_t path, int sampled);
 
+/* A graph-captured API call was seen (GroupApi/CollApi/P2pApi with
+ * graphCaptured).  From then on the mask never changes again: NCCL 2.28
+ * hangs in ncclCommDestroy when KernelCh differs between a graph's capture
+ * and its replays (seen on H200 with a plugin that only flips the bit), so
+ * sampling and profiling periods stop and KernelCh stays as it was when the
+ * capture read it.  Once, with one line on stderr.  Idempotent. */
+void cp_mask_on_graph_capture(void);
+/* 1 once cp_mask_on_graph_capture froze the mask. */
+int cp_mask_frozen(void);
+
 /* Whether the mask currently has KernelCh. */
 int cp_mask_kernelch_on(void);
 

@@ -113,7 +113,7 @@ static int grow(cp_pool *p) {
     p->chunks = nc;
     p->chunks_cap = ncap;
   }
-  cp_slot *c = cp_calloc_lines((size_t)p->chunk_size * sizeof *c);   /* slots are 32-byte aligned */
+  cp_slot *c = cp_calloc_lines((size_t)p->chunk_size * sizeof *c);   /* on their own lines */
   if (!c) return -1;
   for (uint32_t i = 0; i < p->chunk_size; i++) c[i].lru_prev = c[i].lru_next = CP_SLOT_NIL;
   p->memory += (uint64_t)p->chunk_size * sizeof *c;

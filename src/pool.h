@@ -73,8 +73,11 @@ typedef struct cp_slot {
   uint32_t span_n;       /* children in the span not yet accounted */
   uint64_t gpu_start, gpu_stop;   /* KernelCh: pTimer at start / state 22 */
   uint64_t span_min, span_max;    /* Coll/P2p: GPU span of KernelCh children */
+  uint64_t pad[2];       /* rec on lines 3-4: a slot is 4 whole cache lines */
   cp_rec rec;            /* trace record, filled at start when the trace is on */
+  char pad2[256 - 128 - sizeof(cp_rec)];
 } cp_slot;
+_Static_assert(sizeof(cp_slot) == 256, "a slot is 4 cache lines (chunks are line-aligned)");
 
 typedef struct cp_pool {
   atomic_flag lock;
@@ -199,7 +202,8 @@ void cp_pool_release_chunks(cp_pool *p);
 void cp_pool_foreach(cp_pool *p, void (*fn)(const cp_slot *s, void *arg), void *arg);
 
 /* Free a pool and everything in it.  Only for pools no handle can reach
- * any more (tests); communicator pools live to process end. */
+ * any more (tests); a communicator's pool header lives to process end (its
+ * slots go at finalize: cp_pool_release_chunks). */
 void cp_pool_destroy(cp_pool *p);
 
 /* Tests only: cap the number of chunks so that growth fails. */

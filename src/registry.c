@@ -3,8 +3,9 @@
  *
  * A fixed table of pointers indexed 1..CP_COMM_MAX, published with release
  * stores under a mutex (init may run concurrently); lookups are lock-free.
- * Entries and their pools are never freed: the trace writer and the final
- * summary read them after NCCL finalized the communicator.
+ * Entries and their pool headers are never freed: the trace writer and the
+ * final summary read them after NCCL finalized the communicator (the pool's
+ * slots are released at finalize, pool.h).
  */
 #include <pthread.h>
 #include <stdatomic.h>

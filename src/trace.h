@@ -19,8 +19,8 @@
 
 enum cp_rec_kind { CP_REC_EVENT = 1, CP_REC_STATE = 2, CP_REC_LIFECYCLE = 3 };
 
-/* One record: 128 bytes (4 ring units). */
-typedef struct __attribute__((aligned(32))) cp_rec {
+/* One record: 120 bytes (4 ring units). */
+typedef struct cp_rec {
   uint8_t kind;            /* cp_rec_kind */
   uint8_t is_pxn;
   uint8_t state_arg_kind;  /* state records: 0 none, 1 transSize, 2 appendedProxyOps, 3 pTimer(gpuStop) */
@@ -51,7 +51,7 @@ typedef struct __attribute__((aligned(32))) cp_rec {
 } cp_rec;
 
 /* One 32-byte unit of a thread's ring (trace_writer.c): a cp_rec takes 4. */
-typedef struct cp_unit { uint64_t w[4]; } __attribute__((aligned(32))) cp_unit;
+typedef struct cp_unit { uint64_t w[4]; } cp_unit;
 
 /* A state record as the hot path writes it (one unit); the writer expands
  * it to a CP_REC_STATE cp_rec: type from type_idx, rank and comm from the
@@ -101,6 +101,9 @@ void cp_trace_close(void);
 /* Async-signal-safe: write what the rings hold as whole lines, if the
  * writer is not mid-write.  For SIGTERM/SIGINT handlers. */
 void cp_trace_flush_signal_safe(void);
+/* After cp_trace_flush_signal_safe, when the process did not die: release
+ * the file lock the handler kept.  Async-signal-safe. */
+void cp_trace_resume_signal_safe(void);
 
 /* ---- added by the output code (H2) ---- */
 /* Bytes held by the per-thread rings (for the summary's memoryBytes).

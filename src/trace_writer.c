@@ -65,7 +65,7 @@
 
 #pragma GCC visibility push(hidden)
 
-_Static_assert(sizeof(cp_rec) == 4 * sizeof(cp_unit), "cp_rec is 4 ring units");
+_Static_assert(sizeof(cp_rec) <= 4 * sizeof(cp_unit), "cp_rec fits 4 ring units");
 _Static_assert(sizeof(cp_srec) == sizeof(cp_unit), "cp_srec is 1 ring unit");
 
 #define UNIT_PAD 0x7F   /* kind of a pad unit: skip to the ring's start */
@@ -128,13 +128,32 @@ static void nap(long ns) {
   nanosleep(&ts, NULL);
 }
 
+/* Set while a signal-time flush keeps the file (cp_trace_flush_signal_safe). */
+static atomic_int g_sig_hold;
+/* Set while a signal handler waits for the file: the writer stops after its
+ * current block and nobody else takes the lock, so the handler gets it well
+ * within Open MPI's 1 s between SIGTERM and SIGKILL. */
+static atomic_int g_sig_wants;
+
 static void io_lock(void) {
   pthread_mutex_lock(&g_io_mu);
   int me = my_tid();
-  for (;;) {  /* only a signal-time flush on another thread can hold it */
+  /* Only a signal-time flush can hold it here.  It keeps the file so that
+   * the kill that follows cannot cut a write short; if the process is
+   * still alive after 2 s (or the handler ran on this very thread, which
+   * is now going on), the signal did not end it and the file is taken
+   * back. */
+  for (int waited_ms = 0;; waited_ms++) {
     int z = 0;
+    if (atomic_load(&g_sig_wants) && waited_ms < 2000) { nap(1000000); continue; }
     if (atomic_compare_exchange_strong(&g_io_owner, &z, me)) return;
-    nap(50000);
+    if (atomic_load(&g_sig_hold) && (z == me || waited_ms >= 2000) &&
+        atomic_compare_exchange_strong(&g_io_owner, &z, me)) {
+      atomic_store(&g_sig_hold, 0);
+      atomic_store(&g_sig_wants, 0);
+      return;
+    }
+    nap(1000000);
   }
 }
 
@@ -251,6 +270,10 @@ static void drain_locked(char *buf, size_t cap, int sig) {
         emit(buf, len, nrec, sig);
         len = 0;
         nrec = 0;
+        if (!sig && atomic_load(&g_sig_wants)) {   /* a handler waits: hand over */
+          atomic_store_explicit(&rg->tail, t, memory_order_release);
+          goto handed_over;
+        }
       }
       const cp_unit *u = &rg->slots[t & rg->mask];
       uint8_t kind = *(const uint8_t *)u;
@@ -277,6 +300,7 @@ static void drain_locked(char *buf, size_t cap, int sig) {
     }
   }
   if (len) emit(buf, len, nrec, sig);
+handed_over:
   if (tail_cut) {                    /* the tail goes back at the end */
     uint64_t at = g_off;
     if (g_tail && write_all(g_fd, g_tail, g_tail_len) == 0) {
@@ -378,7 +402,7 @@ __attribute__((noinline, cold)) static cp_ring *ring_attach(void) {
     if (atomic_compare_exchange_strong(&rg->state, &f, RING_ACTIVE)) goto got;
   }
   /* aligned_alloc wants sizes that are multiples of the alignment. */
-  size_t slots_bytes = (g_cap * sizeof(cp_rec) + 63) & ~(size_t)63;
+  size_t slots_bytes = (g_cap * 4 * sizeof(cp_unit) + 63) & ~(size_t)63;   /* mask + 1 units */
   rg = aligned_alloc(64, (sizeof *rg + 63) & ~(size_t)63);
   cp_unit *slots = aligned_alloc(64, slots_bytes);
   if (!rg || !slots) {
@@ -666,21 +690,36 @@ void cp_trace_close(void) {
   io_unlock();
 }
 
+/* The handler drains the rings and then keeps the file lock: the process
+ * is about to die (the MPI layer re-raises the signal), and a write the
+ * writer thread started after us would be cut short by the kill, leaving a
+ * partial last line.  cp_trace_resume_signal_safe() hands the lock back
+ * when the process goes on after all (a handler that did not exit). */
 void cp_trace_flush_signal_safe(void) {
   if (!atomic_load(&g_started) || atomic_load(&g_child)) return;
   int me = raw_tid();
-  /* Wait up to ~200 ms for another thread's write; never for our own
-   * thread (we interrupted it mid-write: skip). */
-  for (int i = 0; i < 200; i++) {
+  /* Wait up to ~700 ms (Open MPI sends SIGKILL 1 s after SIGTERM) for the
+   * writer to finish its current block; never for our own thread (we
+   * interrupted it mid-write: skip). */
+  atomic_store(&g_sig_wants, 1);
+  for (int i = 0; i < 700; i++) {
     int z = 0;
     if (atomic_compare_exchange_strong(&g_io_owner, &z, me)) {
       drain_locked(g_sigbuf, sizeof g_sigbuf, 1);
-      atomic_store(&g_io_owner, 0);
-      return;
+      atomic_store(&g_sig_hold, 1);
+      return;                      /* lock kept (and g_sig_wants): see above */
     }
-    if (z == me) return;
+    if (z == me) break;
     nap(1000000);
   }
+  atomic_store(&g_sig_wants, 0);
+}
+
+void cp_trace_resume_signal_safe(void) {
+  int me = raw_tid();
+  if (atomic_load(&g_sig_hold) && atomic_compare_exchange_strong(&g_io_owner, &me, 0))
+    atomic_store(&g_sig_hold, 0);
+  atomic_store(&g_sig_wants, 0);
 }
 
 #pragma GCC visibility pop
