@@ -187,10 +187,12 @@ typedef struct plink {
   int linked;
 } plink;
 
-static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l) {
+static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l, int kch) {
   cp_slot *ps = cp_pool_slot(pp, pf->slot);
   if (!ps || ps->gen == 0 || (ps->gen & 0xFFu) != pf->gen || ps->path != pf->path) return;
-  cp_pool_ref(pp, ps, pf->slot);
+  /* A KernelCh takes over one of the references its Coll/P2p holds for it
+   * (pool.h); one beyond them, or of an unsampled call, takes its own. */
+  if (!(kch && cp_pool_hold_take(ps))) cp_pool_ref(pp, ps, pf->slot);
   l->slot = pf->slot;
   l->gen = ps->gen;
   l->origin_pid = ps->origin_pid;
@@ -345,14 +347,27 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
   plink pl = {0, 0, 0, 0};
   if (pdec && ppool != pool) {
     cp_pool_lock(ppool);
-    link_parent(ppool, &pf, &pl);
+    link_parent(ppool, &pf, &pl, type == ncclProfileKernelCh);
     cp_pool_unlock(ppool);
+  }
+  /* A Coll/P2p of a call that ran with KernelCh on holds its slot for its
+   * nChannels KernelCh children, which may start long after it stopped
+   * (pool.h, cp_pool_hold).  v5: the mask at the GroupApi start; v4 (no
+   * API events): the mask now. */
+  int kc_call = 0;
+  uint32_t hold = 0;
+  if ((type == ncclProfileColl || type == ncclProfileP2p) && !scratch && !pxn) {
+    kc_call = v4 ? cp_mask_kernelch_on() : t->sampled;
+    if (kc_call) {
+      hold = type == ncclProfileColl ? d->coll.nChannels : d->p2p.nChannels;
+      if (hold == 0) hold = 1;
+    }
   }
   const int trace = !scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
   const uint64_t now = cp_clock_now();
   uint32_t idx;
   cp_pool_lock(pool);
-  if (pdec && ppool == pool) link_parent(pool, &pf, &pl);
+  if (pdec && ppool == pool) link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
   cp_slot *s = cp_pool_alloc(pool, &idx);
   if (UNLIKELY(!s)) {
     const int released = pool->released;
@@ -385,6 +400,7 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
     s->parent_gen = pl.gen;
   }
   if (pxn) s->origin_pid = type == ncclProfileProxyOp ? d->proxyOp.pid : pl.origin_pid;
+  if (hold) cp_pool_hold(pool, s, idx, hold);
   if (type == ncclProfileKernelCh) {
     s->gpu_start = d->kernelCh.pTimer;
     if (!pxn && !scratch) {
@@ -431,7 +447,7 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
       cp_mask_on_graph_capture();
     cp_mask_on_api_call(path, t->sampled);
   } else if (v4 && (type == ncclProfileColl || type == ncclProfileP2p)) {
-    cp_mask_on_api_call(path, cp_mask_kernelch_on());
+    cp_mask_on_api_call(path, kc_call);
   }
   return NCCL_OK;
 }

@@ -192,6 +192,7 @@ static void bl_drop(cp_pool *p, cp_slot *s) {
   lru_unlink(p, s);
   p->bl_size--;
   s->refcnt = 0;
+  s->hold = 0;                     /* eviction ends a hold for KernelCh too */
   if (!s->live && !s->fallback) p->busy--;
 }
 
@@ -210,11 +211,19 @@ void cp_pool_ref_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
     if (!old) break;
     p->evictions++;
     if (!atomic_flag_test_and_set(&evict_warned))
-      cp_warn("blacklist full (COLLPROF_BLACKLIST_CAP=%llu): evicting parents still named by "
-              "live children; their late GPU spans and child times may be lost",
+      cp_warn("blacklist full (COLLPROF_BLACKLIST_CAP=%llu): evicting parents still named by live children or held for "
+              "KernelCh; their late GPU spans and child times may be lost",
               (unsigned long long)p->bl_cap);
     bl_drop(p, old);
   }
+}
+
+void cp_pool_hold(cp_pool *p, cp_slot *s, uint32_t idx, uint32_t n) {
+  if (n == 0 || s->fallback || p->scratch || s->refcnt != 0) return;
+  cp_pool_ref_slow(p, s, idx);     /* listed, at the LRU tail: never the one evicted */
+  if (s->refcnt == 0) return;
+  s->refcnt += n - 1;
+  s->hold = n;
 }
 
 void cp_pool_unref_slow(cp_pool *p, cp_slot *s, uint32_t idx) {

@@ -19,7 +19,8 @@
  *
  * Why the blacklist stays, although handles carry the path: the path of a
  * child no longer depends on the parent's slot, but its numbers still do.
- * While a parent is named by a live child its slot is kept from reuse, so
+ * While a parent is named by a live child (or held for KernelCh children
+ * still to come: cp_pool_hold) its slot is kept from reuse, so
  * children that stop after the parent (61% of KernelCh, 78% of ProxyOp
  * start after their Coll stopped) still add their GPU span (KernelCh: the
  * Coll's latest stop - earliest start) and self time to the right record
@@ -64,6 +65,7 @@ typedef struct cp_slot {
   uint32_t refcnt;       /* live children naming this slot (blacklist) */
   uint32_t parent_comm, parent_slot, parent_gen;
   int32_t start_tid;
+  uint32_t hold;         /* Coll/P2p: references kept for KernelCh not yet started */
   uint64_t start_ns;
   uint64_t child_ns;     /* children that started and stopped inside */
   uint64_t bytes;
@@ -151,6 +153,26 @@ static inline void cp_pool_unref(cp_pool *p, cp_slot *s, uint32_t idx) {
   if (s->refcnt > 1) { s->refcnt--; return; }
   cp_pool_unref_slow(p, s, idx);
 }
+/* Holds for late KernelCh children.  With the host far ahead of the GPU a
+ * Coll/P2p's KernelCh children start (proxy thread) long after it stopped;
+ * a parent kept only by live children would be recycled in between and its
+ * GPU span lost.  So a Coll/P2p of a sampled call (KernelCh on) holds n =
+ * nChannels references from its own start: cp_pool_hold.  Each KernelCh
+ * that starts while holds remain takes one of them over as its ordinary
+ * child reference (cp_pool_hold_take: O(1), no list work), dropped at its
+ * stop as usual; when the count reaches 0 the slot is free and its span is
+ * accounted lazily (reuse, snapshot, finalize).  Children beyond n take
+ * ordinary references.  A hold that is never taken (fewer KernelCh than
+ * nChannels) ends with eviction (LRU, counted, one warning: bounds memory)
+ * or at finalize (cp_pool_release_chunks accounts the span).  Fallback
+ * slots are freed at stop and are never held; callers keep the scratch and
+ * PXN detach pools free of holds. */
+void cp_pool_hold(cp_pool *p, cp_slot *s, uint32_t idx, uint32_t n);
+static inline int cp_pool_hold_take(cp_slot *s) {
+  if (s->hold == 0 || s->refcnt == 0) return 0;
+  s->hold--;                       /* refcnt already counts it */
+  return 1;
+}
 /* Account a slot's pending GPU span into its path (profile) and clear it. */
 void cp_pool_flush_span(cp_slot *s);
 
@@ -171,6 +193,7 @@ static inline void cp_pool_reset_slot(cp_slot *s) {
   s->has_gpu_stop = s->parent_linked = s->took_ref = s->is_pxn = 0;
   s->child_ns = s->bytes = 0;
   s->origin_pid = 0;
+  s->hold = 0;
 }
 
 /* The usual case inlined: the slot at the round-robin cursor is free. */
