@@ -77,7 +77,7 @@ TARGETS += $(BIN)/collprof-bench
 endif
 TARGETS += $(patsubst test/unit/%.c,$(B)/test/%,$(UNIT_SRC))
 
-.PHONY: all check demo bench gpu install deps clean
+.PHONY: all check demo bench collbench gpu install deps clean
 all: $(TARGETS)
 
 # MPI code is compiled with mpicc; everything else with $(CC).
@@ -147,8 +147,9 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@COLLPROF_BUILD=$(B) bash share/demo.sh
 
-bench: all
+bench: all collbench
 	@COLLPROF_BUILD=$(B) $(BIN)/collprof-bench
+	@COLLPROF_BUILD=$(B) bash mpi_wrap/bench/collbench.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
