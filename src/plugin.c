@@ -473,6 +473,31 @@ static inline void parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen, int
   }
 }
 
+/* A parent in another pool, under its own lock (after ours was released). */
+__attribute__((noinline)) static void parent_update_other(cp_thr *t, uint32_t pcomm, uint32_t pslot, uint32_t pgen,
+                                                          int took_ref, uint64_t dur, int kch, uint64_t gs,
+                                                          uint64_t ge) {
+  cp_pool *pp = pool_lookup(t, pcomm);
+  if (pp) {
+    cp_pool_lock(pp);
+    parent_update(pp, pslot, pgen, took_ref, dur, kch, gs, ge);
+    cp_pool_unlock(pp);
+  }
+}
+
+/* Trace on: the record goes straight from the slot into this thread's ring
+ * (pool lock held). */
+__attribute__((noinline)) static void stop_record(const cp_thr *t, const cp_slot *s, uint64_t now) {
+  cp_rec *r = cp_trace_reserve();
+  if (r) {
+    *r = s->rec;
+    r->stop_ns = now;
+    r->stop_tid = t->tid;
+    if (s->type == ncclProfileKernelCh) r->d.kernel_ch.gpu_stop = s->has_gpu_stop ? s->gpu_stop : 0;
+    cp_trace_commit();
+  }
+}
+
 /* ---- stopEvent ---- */
 ncclResult_t cp_core_stop(void *eHandle) {
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
@@ -515,37 +540,20 @@ ncclResult_t cp_core_stop(void *eHandle) {
   const int plinked = s->parent_linked, took_ref = s->took_ref;
   const uint32_t pcomm = s->parent_comm, pslot = s->parent_slot, pgen = s->parent_gen;
   if (plinked && pcomm == f.comm) parent_update(pool, pslot, pgen, took_ref, dur, kch, gs, ge);
-  if (trace) {
-    /* The record goes straight from the slot into this thread's ring. */
-    cp_rec *r = cp_trace_reserve();
-    if (r) {
-      *r = s->rec;
-      r->stop_ns = now;
-      r->stop_tid = t->tid;
-      if (type == ncclProfileKernelCh) r->d.kernel_ch.gpu_stop = s->has_gpu_stop ? ge : 0;
-      cp_trace_commit();
-    }
-  }
+  if (trace) stop_record(t, s, now);
   cp_pool_release(pool, s, f.slot);
   cp_pool_unlock(pool);
-  if (plinked && pcomm != f.comm) {
-    cp_pool *pp = pool_lookup(t, pcomm);
-    if (pp) {
-      cp_pool_lock(pp);
-      parent_update(pp, pslot, pgen, took_ref, dur, kch, gs, ge);
-      cp_pool_unlock(pp);
-    }
-  }
-  if (pool->scratch) {
+  if (UNLIKELY(plinked && pcomm != f.comm)) parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge);
+  if (UNLIKELY(pool->scratch)) {
     static __thread cp_prof_ent sink;   /* same work, nothing recorded */
     cp_prof_ent *e = &sink;
     e->calls++; e->total += dur; e->self += self; e->bytes += bytes;
     if (dur > e->max) e->max = dur;
     return NCCL_OK;
   }
-  if (path != CP_PATH_NONE) {
+  if (LIKELY(path != CP_PATH_NONE)) {
     cp_profile_stop_t(t, path, dur, self, bytes);
-    if (kch) cp_profile_gpu_t(t, path, ge - gs);
+    if (UNLIKELY(kch)) cp_profile_gpu_t(t, path, ge - gs);
   }
   if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
   return NCCL_OK;
@@ -559,6 +567,56 @@ static inline int state_arg_kind(int st) {
   case 22: return 3;                                              /* pTimer (gpuStop) */
   default: return 4;                                              /* other (not written) */
   }
+}
+
+/* The trace record and the capture line of a state (trace or capture on). */
+__attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, const cp_handle_fields *f, int eState,
+                                                   const ncclProfilerEventStateArgs_v5_t *a, uint32_t type,
+                                                   int pxn) {
+  const int capture = __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED);
+  int kind = a ? state_arg_kind(eState) : 0;
+  uint64_t arg = 0;
+  if (a) {
+    if (kind == 1) arg = a->transSize;
+    else if (kind == 2) arg = (uint64_t)(int64_t)a->appendedProxyOps;
+    else if (kind == 3) arg = a->pTimer;
+    else arg = (uint64_t)(uintptr_t)a->data;
+  }
+  if (atomic_load_explicit(&g.trace_on, memory_order_relaxed)) {
+    const uint64_t now = cp_clock_now();   /* only the trace needs the time */
+    if (LIKELY(eState >= 0 && eState < 256)) {
+      cp_srec *r = cp_trace_reserve_state();   /* 32 bytes, expanded by the writer */
+      if (r) {
+        r->kind = CP_REC_STATE_C;
+        r->flags = (uint8_t)((kind == 4 ? 0 : kind) | (pxn ? 8 : 0));
+        r->type_idx = (uint8_t)__builtin_ctz(type);
+        r->state = (uint8_t)eState;
+        r->tid = t->tid;
+        r->handle = h;
+        r->ts = now;
+        r->arg = arg;
+        cp_trace_commit_state();
+      }
+    } else {
+      cp_rec r;
+      memset(&r, 0, sizeof r);
+      r.kind = CP_REC_STATE;
+      r.is_pxn = (uint8_t)pxn;
+      r.state_arg_kind = (uint8_t)(kind == 4 ? 0 : kind);
+      r.type = type;
+      r.path = (uint32_t)eState;
+      const cp_comm *c = pxn ? NULL : cp_registry_get(f->comm);
+      r.rank = c ? c->nccl_rank : -1;
+      r.comm = c ? c->index : 0;
+      r.pid = atomic_load_explicit(&g.pid, memory_order_relaxed);
+      r.start_tid = r.stop_tid = t->tid;
+      r.start_ns = r.stop_ns = now;
+      r.event_addr = h;
+      r.d.state.arg = arg;
+      cp_trace_put(&r);
+    }
+  }
+  if (UNLIKELY(capture)) cp_capture_state(h, eState, kind, arg);
 }
 
 ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventStateArgs_v5_t *a) {
@@ -592,59 +650,19 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
     return NCCL_OK;
   }
   const uint32_t type = s->type;
-  if (type == ncclProfileKernelCh && eState == ncclProfilerKernelChStop && a) {
+  if (UNLIKELY(type == ncclProfileKernelCh) && eState == ncclProfilerKernelChStop && a) {
     s->gpu_stop = a->pTimer;
     s->has_gpu_stop = 1;
   }
   const int pxn = s->is_pxn;
   cp_pool_unlock(pool);
-  if (pool->scratch) return NCCL_OK;
-  if (f.path != CP_PATH_NONE) cp_profile_state_t(t, f.path);
-  const int capture = __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED);
-  if (!atomic_load_explicit(&g.trace_on, memory_order_relaxed) && LIKELY(!capture)) return NCCL_OK;
-  int kind = a ? state_arg_kind(eState) : 0;
-  uint64_t arg = 0;
-  if (a) {
-    if (kind == 1) arg = a->transSize;
-    else if (kind == 2) arg = (uint64_t)(int64_t)a->appendedProxyOps;
-    else if (kind == 3) arg = a->pTimer;
-    else arg = (uint64_t)(uintptr_t)a->data;
-  }
-  if (atomic_load_explicit(&g.trace_on, memory_order_relaxed)) {
-    const uint64_t now = cp_clock_now();   /* only the trace needs the time */
-    if (LIKELY(eState >= 0 && eState < 256)) {
-      cp_srec *r = cp_trace_reserve_state();   /* 32 bytes, expanded by the writer */
-      if (r) {
-        r->kind = CP_REC_STATE_C;
-        r->flags = (uint8_t)((kind == 4 ? 0 : kind) | (pxn ? 8 : 0));
-        r->type_idx = (uint8_t)__builtin_ctz(type);
-        r->state = (uint8_t)eState;
-        r->tid = t->tid;
-        r->handle = h;
-        r->ts = now;
-        r->arg = arg;
-        cp_trace_commit_state();
-      }
-    } else {
-      cp_rec r;
-      memset(&r, 0, sizeof r);
-      r.kind = CP_REC_STATE;
-      r.is_pxn = (uint8_t)pxn;
-      r.state_arg_kind = (uint8_t)(kind == 4 ? 0 : kind);
-      r.type = type;
-      r.path = (uint32_t)eState;
-      const cp_comm *c = pxn ? NULL : cp_registry_get(f.comm);
-      r.rank = c ? c->nccl_rank : -1;
-      r.comm = c ? c->index : 0;
-      r.pid = atomic_load_explicit(&g.pid, memory_order_relaxed);
-      r.start_tid = r.stop_tid = t->tid;
-      r.start_ns = r.stop_ns = now;
-      r.event_addr = h;
-      r.d.state.arg = arg;
-      cp_trace_put(&r);
-    }
-  }
-  if (UNLIKELY(capture)) cp_capture_state(h, eState, kind, arg);
+  if (UNLIKELY(pool->scratch)) return NCCL_OK;
+  if (LIKELY(f.path != CP_PATH_NONE)) cp_profile_state_t(t, f.path);
+  /* With the trace and the capture off a state is only counted: the rest
+   * stays out of line. */
+  if (UNLIKELY(atomic_load_explicit(&g.trace_on, memory_order_relaxed) |
+               __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED)))
+    state_record(t, h, &f, eState, a, type, pxn);
   return NCCL_OK;
 }
 

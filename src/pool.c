@@ -171,7 +171,8 @@ cp_slot *cp_pool_alloc_slow(cp_pool *p, uint32_t *idx) {
   return NULL;   /* unreachable: busy < capacity */
 }
 
-static void lru_unlink(cp_pool *p, cp_slot *s) {
+/* Inlined: every first reference and last unreference of a parent runs them. */
+__attribute__((always_inline)) static inline void lru_unlink(cp_pool *p, cp_slot *s) {
   if (s->lru_prev != CP_SLOT_NIL) cp_pool_slot(p, s->lru_prev)->lru_next = s->lru_next;
   else p->bl_head = s->lru_next;
   if (s->lru_next != CP_SLOT_NIL) cp_pool_slot(p, s->lru_next)->lru_prev = s->lru_prev;
@@ -179,7 +180,7 @@ static void lru_unlink(cp_pool *p, cp_slot *s) {
   s->lru_prev = s->lru_next = CP_SLOT_NIL;
 }
 
-static void lru_append(cp_pool *p, cp_slot *s, uint32_t idx) {
+__attribute__((always_inline)) static inline void lru_append(cp_pool *p, cp_slot *s, uint32_t idx) {
   s->lru_prev = p->bl_tail;
   s->lru_next = CP_SLOT_NIL;
   if (p->bl_tail != CP_SLOT_NIL) cp_pool_slot(p, p->bl_tail)->lru_next = idx;
@@ -188,7 +189,7 @@ static void lru_append(cp_pool *p, cp_slot *s, uint32_t idx) {
 }
 
 /* The slot leaves the blacklist; if its event also stopped it is free. */
-static void bl_drop(cp_pool *p, cp_slot *s) {
+__attribute__((always_inline)) static inline void bl_drop(cp_pool *p, cp_slot *s) {
   lru_unlink(p, s);
   p->bl_size--;
   s->refcnt = 0;

@@ -148,4 +148,28 @@ else
   skip "no $NOOP"; skip "no $NOOP"; skip "no $NOOP"
 fi
 
+# Capture mode: what collprof writes with COLLPROF_CAPTURE=1 is a capture in
+# the fixtures' format that replays anywhere: the oracle finds the same
+# paths, states and GPU time in it as in the original, and replaying it
+# gives the same per-path counts as the original replay.
+CF=$FIX/ar_net/p0.jsonl
+mkdir -p "$T/cap/a" "$T/cap/b"
+NCCL_PROFILE_EVENT_MASK=4095 COLLPROF_GPU_SAMPLE=1 COLLPROF_CAPTURE=1 COLLPROF_OUTPUT_DIR="$T/cap/a" \
+  "$REPLAY" --no-mpi "$CF" 2>"$T/cap/a.err"
+capf=$(ls "$T/cap/a"/capture-pid*.jsonl 2>/dev/null | head -n 1)
+ok "capture file written" test -s "$capf"
+python3 "$TD/oracle.py" "$CF" >"$T/cap/orig.json"
+python3 "$TD/oracle.py" "$capf" >"$T/cap/capt.json" 2>"$T/cap/capt.err"
+ok "oracle: the capture holds the same paths, states and GPU time as the original" \
+  python3 -c 'import json,sys; a,b=({k: v for k, v in json.load(open(f)).items() if k != "file"} for f in sys.argv[1:]); assert a==b, [k for k in a if a[k]!=b.get(k)]' "$T/cap/orig.json" "$T/cap/capt.json"
+NCCL_PROFILE_EVENT_MASK=4095 COLLPROF_GPU_SAMPLE=1 COLLPROF_OUTPUT_DIR="$T/cap/b" \
+  "$REPLAY" --no-mpi "$capf" 2>"$T/cap/b.err"
+ok "replaying the capture gives the original replay's per-path counts" python3 -c '
+import glob, json, sys
+def paths(d):
+    f = [x for x in glob.glob(d + "/pid*.jsonl")][0]
+    return {r["path"]: r["calls"] for r in map(json.loads, open(f)) if r.get("recordType") == "path"}
+a, b = paths(sys.argv[1]), paths(sys.argv[2])
+assert a == b and a, (a, b)' "$T/cap/a" "$T/cap/b"
+
 done_testing
