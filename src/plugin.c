@@ -260,6 +260,50 @@ static void fill_details(cp_thr *t, cp_rec *r, const ncclProfilerEventDescr_v5_t
   }
 }
 
+/* Trace on: the event record is built in the slot at start (pool lock held)
+ * and copied once, at stop, into the ring. */
+__attribute__((noinline)) static void start_record(cp_thr *t, cp_slot *s, const ncclProfilerEventDescr_v5_t *d,
+                                                   const cp_comm *comm, int pxn, uint32_t type, uint32_t path,
+                                                   int mypid, uint32_t func, uint32_t dt, uint64_t now,
+                                                   uint64_t pobj, uint64_t handle, uint64_t ctxv) {
+  cp_rec *r = &s->rec;
+  memset(r, 0, sizeof *r);
+  r->kind = CP_REC_EVENT;
+  r->is_pxn = (uint8_t)pxn;
+  r->type = type;
+  r->path = path;
+  r->rank = comm ? comm->nccl_rank : -1;
+  r->comm = comm ? comm->index : 0;
+  r->pid = mypid;
+  r->start_tid = t->tid;
+  r->origin_pid = s->origin_pid;
+  r->func = func;
+  r->start_ns = now;
+  r->parent_obj = pobj;
+  r->event_addr = handle;
+  r->ctx_addr = ctxv;
+  fill_details(t, r, d, type, dt);
+}
+
+/* No slot (pool released or out of memory): undo the parent link, unlock
+ * the pool (held on entry), one bad call. */
+__attribute__((cold, noinline)) static void start_no_slot(cp_pool *pool, cp_pool *ppool, const plink *pl) {
+  const int released = pool->released;
+  if (pl->linked && ppool == pool) {
+    cp_slot *ps = cp_pool_slot(pool, pl->slot);
+    if (ps && ps->gen == pl->gen) cp_pool_unref(pool, ps, pl->slot);
+  }
+  cp_pool_unlock(pool);
+  if (pl->linked && ppool != pool) {
+    cp_pool_lock(ppool);
+    cp_slot *ps = cp_pool_slot(ppool, pl->slot);
+    if (ps && ps->gen == pl->gen) cp_pool_unref(ppool, ps, pl->slot);
+    cp_pool_unlock(ppool);
+  }
+  if (released) bad(W_AFTER_FINI, "startEvent on a finalized communicator; ignored");
+  else bad(W_POOL_FULL, "event pool exhausted (no memory); event not recorded");
+}
+
 /* ---- startEvent ---- */
 ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEventDescr_v5_t *d, int v4) {
   if (UNLIKELY(!eHandle)) { bad(W_NULL_EHANDLE, "startEvent with a NULL eHandle pointer"); return NCCL_OK; }
@@ -370,20 +414,7 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
   if (pdec && ppool == pool) link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
   cp_slot *s = cp_pool_alloc(pool, &idx);
   if (UNLIKELY(!s)) {
-    const int released = pool->released;
-    if (pl.linked && ppool == pool) {
-      cp_slot *ps = cp_pool_slot(pool, pl.slot);
-      if (ps && ps->gen == pl.gen) cp_pool_unref(pool, ps, pl.slot);
-    }
-    cp_pool_unlock(pool);
-    if (pl.linked && ppool != pool) {
-      cp_pool_lock(ppool);
-      cp_slot *ps = cp_pool_slot(ppool, pl.slot);
-      if (ps && ps->gen == pl.gen) cp_pool_unref(ppool, ps, pl.slot);
-      cp_pool_unlock(ppool);
-    }
-    if (released) bad(W_AFTER_FINI, "startEvent on a finalized communicator; ignored");
-    else bad(W_POOL_FULL, "event pool exhausted (no memory); event not recorded");
+    start_no_slot(pool, ppool, &pl);   /* unlocks */
     return NCCL_OK;
   }
   s->path = (uint16_t)path;
@@ -409,25 +440,7 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
     }
   }
   const uint64_t handle = cp_handle_make(path, pool->comm_index, idx, s->gen);
-  if (trace) {
-    cp_rec *r = &s->rec;
-    memset(r, 0, sizeof *r);
-    r->kind = CP_REC_EVENT;
-    r->is_pxn = (uint8_t)pxn;
-    r->type = type;
-    r->path = path;
-    r->rank = comm ? comm->nccl_rank : -1;
-    r->comm = comm ? comm->index : 0;
-    r->pid = mypid;
-    r->start_tid = t->tid;
-    r->origin_pid = s->origin_pid;
-    r->func = func;
-    r->start_ns = now;
-    r->parent_obj = pobj;
-    r->event_addr = handle;
-    r->ctx_addr = ctxv;
-    fill_details(t, r, d, type, dt);
-  }
+  if (trace) start_record(t, s, d, comm, pxn, type, path, mypid, func, dt, now, pobj, handle, ctxv);
   if (!scratch) {
     pool->events++;
     if (comm) __atomic_store_n(&comm->events, pool->events, __ATOMIC_RELAXED);
@@ -570,7 +583,7 @@ static inline int state_arg_kind(int st) {
 }
 
 /* The trace record and the capture line of a state (trace or capture on). */
-__attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, const cp_handle_fields *f, int eState,
+__attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, uint32_t fcomm, int eState,
                                                    const ncclProfilerEventStateArgs_v5_t *a, uint32_t type,
                                                    int pxn) {
   const int capture = __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED);
@@ -605,7 +618,7 @@ __attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, const 
       r.state_arg_kind = (uint8_t)(kind == 4 ? 0 : kind);
       r.type = type;
       r.path = (uint32_t)eState;
-      const cp_comm *c = pxn ? NULL : cp_registry_get(f->comm);
+      const cp_comm *c = pxn ? NULL : cp_registry_get(fcomm);
       r.rank = c ? c->nccl_rank : -1;
       r.comm = c ? c->index : 0;
       r.pid = atomic_load_explicit(&g.pid, memory_order_relaxed);
@@ -662,7 +675,7 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
    * stays out of line. */
   if (UNLIKELY(atomic_load_explicit(&g.trace_on, memory_order_relaxed) |
                __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED)))
-    state_record(t, h, &f, eState, a, type, pxn);
+    state_record(t, h, f.comm, eState, a, type, pxn);
   return NCCL_OK;
 }
 

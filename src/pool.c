@@ -25,6 +25,7 @@ cp_pool *cp_pool_create(uint32_t comm_index, uint32_t chunk_size, uint64_t black
   p->comm_index = comm_index;
   p->chunk_size = chunk_size;
   p->chunk_shift = (chunk_size & (chunk_size - 1)) ? -1 : __builtin_ctz(chunk_size);
+  p->chunk_mask = chunk_size - 1;
   p->max_chunks = CP_POOL_FB_BASE / chunk_size;
   p->bl_cap = blacklist_cap ? blacklist_cap : 1;
   p->bl_head = p->bl_tail = CP_SLOT_NIL;
@@ -83,7 +84,7 @@ void cp_pool_release_chunks(cp_pool *p) {
   }
   p->fb = NULL;
   p->chunks = NULL;
-  p->nchunks = p->chunks_cap = p->capacity = p->next = p->busy = 0;
+  p->nchunks = p->chunks_cap = p->capacity = p->fast_cap = p->next = p->busy = 0;
   p->bl_size = 0;
   p->bl_head = p->bl_tail = CP_SLOT_NIL;
   p->max_chunks = 0;               /* never grows again */
@@ -120,6 +121,7 @@ static int grow(cp_pool *p) {
   p->chunks[p->nchunks++] = c;
   p->next = p->capacity;          /* continue round robin in the new chunk */
   p->capacity += p->chunk_size;
+  if (p->chunk_shift >= 0) p->fast_cap = p->capacity;
   return 0;
 }
 

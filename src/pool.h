@@ -87,6 +87,9 @@ typedef struct cp_pool {
   uint32_t comm_index;
   uint32_t chunk_size;
   int chunk_shift;       /* log2(chunk_size) when a power of two, else -1 */
+  uint32_t chunk_mask;   /* chunk_size - 1 */
+  uint32_t fast_cap;     /* capacity when chunk_shift >= 0, else 0: below it
+                            cp_pool_slot is a shift and a mask */
   int scratch;           /* self-cost pool: records nothing */
   int finalized;         /* its communicator was finalized (relaxed atomic) */
   int released;          /* chunks freed at finalize: no slot is found any more */
@@ -184,7 +187,7 @@ static inline cp_slot *cp_pool_chunk_slot(const cp_pool *p, uint32_t idx) {
 }
 
 static inline cp_slot *cp_pool_slot(cp_pool *p, uint32_t idx) {
-  if (__builtin_expect(idx < p->capacity, 1)) return cp_pool_chunk_slot(p, idx);
+  if (__builtin_expect(idx < p->fast_cap, 1)) return &p->chunks[idx >> p->chunk_shift][idx & p->chunk_mask];
   return cp_pool_slot_slow(p, idx);
 }
 
