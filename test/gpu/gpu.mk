@@ -22,3 +22,9 @@ else
 gpu:
 	@echo "make gpu: no $(NVCC) or no $(NCCL_HOME)/include/nccl.h: collprof-gpu-app not built"
 endif
+
+# The mask-flipping diagnostic plugin (plain C, no CUDA needed to build it).
+gpu: $(LIB)/libnccl-profiler-flip.so
+$(LIB)/libnccl-profiler-flip.so: test/gpu/flip_plugin.c include/nccl_profiler_abi.h
+	@mkdir -p $(LIB)
+	$(CC) $(CFLAGS_ALL) -shared -o $@ $< $(LDFLAGS_ALL)
