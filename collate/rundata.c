@@ -2,6 +2,7 @@
  * rundata.c — helpers of the run data model (rundata.h): freeing, NCCL
  * event-type names, COLLPROF_HASH_BITS.
  */
+#include "nccl_profiler_abi.h"
 #include "rundata.h"
 #include "pset.h"
 #include <stdio.h>
@@ -30,25 +31,18 @@ void cp_summary_free(cp_summary *s) {
   memset(s, 0, sizeof *s);
 }
 
-static const char *const short_names[12] = {
-  "Group", "Coll", "P2p", "ProxyOp", "ProxyStep", "ProxyCtrl",
-  "KernelCh", "NetPlugin", "GroupApi", "CollApi", "P2pApi", "KernelLaunch" };
-static const char *const long_names[12] = {
-  "ncclProfileGroup", "ncclProfileColl", "ncclProfileP2p", "ncclProfileProxyOp",
-  "ncclProfileProxyStep", "ncclProfileProxyCtrl", "ncclProfileKernelCh",
-  "ncclProfileNetPlugin", "ncclProfileGroupApi", "ncclProfileCollApi",
-  "ncclProfileP2pApi", "ncclProfileKernelLaunch" };
-
-static int bit_index(uint32_t bit) {
-  for (int i = 0; i < 12; i++) if (bit == (1u << i)) return i;
-  return -1;
+const char *cp_type_long_name(uint32_t bit) {
+  const char *n = ncclProfileTypeName(bit, 0);
+  return n ? n : "";
 }
-const char *cp_type_long_name(uint32_t bit) { int i = bit_index(bit); return i < 0 ? "" : long_names[i]; }
-const char *cp_type_short_name(uint32_t bit) { int i = bit_index(bit); return i < 0 ? "" : short_names[i]; }
+const char *cp_type_short_name(uint32_t bit) {
+  const char *n = ncclProfileTypeName(bit, 1);
+  return n ? n : "";
+}
 uint32_t cp_type_from_name(const char *name) {
   if (!name) return 0;
-  for (int i = 0; i < 12; i++)
-    if (!strcmp(name, long_names[i]) || !strcmp(name, short_names[i])) return 1u << i;
+  for (uint32_t b = 1; b <= ncclProfileKernelLaunch; b <<= 1)
+    if (!strcmp(name, ncclProfileTypeName(b, 0)) || !strcmp(name, ncclProfileTypeName(b, 1))) return b;
   return 0;
 }
 
@@ -57,7 +51,7 @@ void cp_mask_names(uint32_t mask, char *buf, size_t len) {
   if (len) buf[0] = 0;
   for (int i = 0; i < 12 && len; i++) {
     if (!(mask & (1u << i))) continue;
-    int w = snprintf(buf + n, len - n, "%s%s", n ? "," : "", short_names[i]);
+    int w = snprintf(buf + n, len - n, "%s%s", n ? "," : "", ncclProfileTypeName(1u << i, 1));
     if (w < 0 || (size_t)w >= len - n) break;
     n += (size_t)w;
   }

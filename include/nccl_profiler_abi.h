@@ -46,6 +46,21 @@ enum {
 };
 #define NCCL_PROFILE_ALL_EVENTS 4095
 
+/* The name of an event type: NCCL's own ("ncclProfileColl", used in trace
+ * records) or the short one used in call paths ("Coll").  NULL when `type`
+ * is not exactly one known bit.  One definition for the plugin, the
+ * collation and the tools, so the names cannot drift apart. */
+static inline const char *ncclProfileTypeName(uint64_t type, int short_name) {
+  static const char *const full[12] = {
+    "ncclProfileGroup", "ncclProfileColl", "ncclProfileP2p", "ncclProfileProxyOp",
+    "ncclProfileProxyStep", "ncclProfileProxyCtrl", "ncclProfileKernelCh",
+    "ncclProfileNetPlugin", "ncclProfileGroupApi", "ncclProfileCollApi",
+    "ncclProfileP2pApi", "ncclProfileKernelLaunch"};
+  if (type == 0 || (type & (type - 1)) || type > ncclProfileKernelLaunch) return NULL;
+  const char *n = full[__builtin_ctzll(type)];
+  return short_name ? n + 11 : n;    /* strlen("ncclProfile") */
+}
+
 /* Event states (eState). */
 typedef enum {
   ncclProfilerProxyOpInProgress_v4 = 19,

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <xxhash.h>
 #pragma GCC visibility push(hidden)
+#include "nccl_profiler_abi.h"
 #include "paths.h"
 #include "mask_control.h"
 #include "strtab.h"
@@ -38,27 +39,18 @@ static hslot *path_hash;
 static uint32_t path_hash_cap;
 static _Atomic uint64_t path_mem;
 
-static const char *const short_names[12] = {
-  "Group", "Coll", "P2p", "ProxyOp", "ProxyStep", "ProxyCtrl",
-  "KernelCh", "NetPlugin", "GroupApi", "CollApi", "P2pApi", "KernelLaunch"};
-static const char *const nccl_names[12] = {
-  "ncclProfileGroup", "ncclProfileColl", "ncclProfileP2p", "ncclProfileProxyOp",
-  "ncclProfileProxyStep", "ncclProfileProxyCtrl", "ncclProfileKernelCh",
-  "ncclProfileNetPlugin", "ncclProfileGroupApi", "ncclProfileCollApi",
-  "ncclProfileP2pApi", "ncclProfileKernelLaunch"};
-
 static inline int type_index(uint32_t type) {
-  if (type == 0 || (type & (type - 1)) || type > 2048) return -1;
+  if (type == 0 || (type & (type - 1)) || type > ncclProfileKernelLaunch) return -1;
   return __builtin_ctz(type);
 }
 
 const char *cp_type_short(uint32_t type) {
-  int i = type_index(type);
-  return i < 0 ? "Unknown" : short_names[i];
+  const char *n = ncclProfileTypeName(type, 1);
+  return n ? n : "Unknown";
 }
 const char *cp_type_nccl(uint32_t type) {
-  int i = type_index(type);
-  return i < 0 ? "ncclProfileUnknown" : nccl_names[i];
+  const char *n = ncclProfileTypeName(type, 0);
+  return n ? n : "ncclProfileUnknown";
 }
 int cp_type_has_func(uint32_t type) {
   /* Coll 2, P2p 4, ProxyOp 8, CollApi 512, P2pApi 1024 */

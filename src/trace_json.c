@@ -10,6 +10,7 @@
  * open: graphCaptured is written as a JSON boolean; lifecycle records have
  * no "path" (they are not on a call path); a NULL handle is null.
  */
+#include "nccl_profiler_abi.h"
 #include "trace_json.h"
 #include "jfmt.h"
 #include "registry.h"
@@ -19,15 +20,9 @@
 
 #define STR_MAX 256   /* escaped bytes per NCCL string */
 
-static const char *const type_names[12] = {
-    "ncclProfileGroup",     "ncclProfileColl",      "ncclProfileP2p",
-    "ncclProfileProxyOp",   "ncclProfileProxyStep", "ncclProfileProxyCtrl",
-    "ncclProfileKernelCh",  "ncclProfileNetPlugin", "ncclProfileGroupApi",
-    "ncclProfileCollApi",   "ncclProfileP2pApi",    "ncclProfileKernelLaunch"};
-
 const char *cp_type_name(uint32_t type) {
-  if (type == 0 || (type & (type - 1)) || type > 2048) return "";
-  return type_names[__builtin_ctz(type)];
+  const char *n = ncclProfileTypeName(type, 0);
+  return n ? n : "";
 }
 
 static const char *const state_names[] = {

@@ -148,12 +148,6 @@ sys.exit(1 if failed else 0)
 EOF
 python3 "$T/check.py" "$T/run" "$T/trace.json" "$SKEW" >"$T/check.out" 2>&1
 prc=$?
-while IFS= read -r line; do
-  case $line in
-    "ok - "*) _tap_report 0 "${line#ok - }" ;;
-    "FAIL - "*) _tap_report 1 "${line#FAIL - }" ;;
-    *) echo "# $line" ;;
-  esac
-done <"$T/check.out"
+tap_from_checker "$T/check.out"
 is "$prc" 0 "checker finished"
 done_testing

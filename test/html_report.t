@@ -105,13 +105,7 @@ sys.exit(1 if failed else 0)
 EOF
 python3 "$T/check.py" "$T/run" "$T/dom.html" $TOPN >"$T/check.out" 2>&1
 prc=$?
-while IFS= read -r line; do
-  case $line in
-    "ok - "*) _tap_report 0 "${line#ok - }" ;;
-    "FAIL - "*) _tap_report 1 "${line#FAIL - }" ;;
-    *) echo "# $line" ;;
-  esac
-done <"$T/check.out"
+tap_from_checker "$T/check.out"
 is "$prc" 0 "DOM checker finished"
 
 run_chrome --hide-scrollbars --window-size=1280,1400 --screenshot="$T/report.png" \

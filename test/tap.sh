@@ -26,6 +26,18 @@ ok() { local name=$1; shift; "$@" >"$T/.out" 2>&1; local rc=$?; _tap_report $rc 
 is() { if [ "$1" == "$2" ]; then _tap_report 0 "$3"; else _tap_report 1 "$3"; echo "#   got:      '$1'"; echo "#   expected: '$2'"; fi; }
 skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n # SKIP $*"; }
 diag() { echo "# $*"; }
+# One TAP result per "ok - NAME" / "FAIL - NAME" line a checker script
+# wrote to FILE; its other lines become comments.
+tap_from_checker() {
+  local line
+  while IFS= read -r line; do
+    case $line in
+      "ok - "*) _tap_report 0 "${line#ok - }" ;;
+      "FAIL - "*) _tap_report 1 "${line#FAIL - }" ;;
+      *) echo "# $line" ;;
+    esac
+  done <"$1"
+}
 done_testing() { echo "1..$_tap_n"; exit 0; }
 # mpirun with the flags a root user on a small machine needs.
 MPIRUN=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca btl_vader_single_copy_mechanism none)
