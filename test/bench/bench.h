@@ -17,6 +17,7 @@ typedef struct bench_result {
   uint64_t states;        /* recordEventState calls, all threads */
   uint64_t max_ns;        /* slowest thread's timed loop */
   double ns_per_event;    /* mean over threads of thread time / thread events */
+  long long dropped;      /* trace records dropped (parent reads the output), -1 none */
 } bench_result;
 
 /* Child entry: drive `plugin` (a .so exporting ncclProfiler_v5) on

@@ -34,8 +34,11 @@ static long g_iters;
 static int g_threads;
 static pid_t g_pid;                 /* getpid() is a system call: once */
 
+/* One per thread, on its own cache lines: the counters are written at every
+ * event, and two threads' counters on one line would make the driver itself
+ * stop scaling (what the 2-thread column measures is the plugin). */
 typedef struct thr {
-  int idx;
+  _Alignas(64) int idx;
   void *ctx;
   uint64_t events, states, ns;
 } thr;
@@ -230,13 +233,14 @@ int bench_child(const char *plugin, int threads, long iters) {
   g_pid = getpid();
   g_threads = threads;
   pthread_barrier_init(&g_bar, NULL, (unsigned)threads);
-  thr *ts = calloc((size_t)threads, sizeof *ts);
+  thr *ts = aligned_alloc(64, (size_t)threads * sizeof *ts);
+  memset(ts, 0, (size_t)threads * sizeof *ts);
   pthread_t *tid = calloc((size_t)threads, sizeof *tid);
   for (int i = 0; i < threads; i++) {
     ts[i].idx = i;
     pthread_create(&tid[i], NULL, thread_main, &ts[i]);
   }
-  bench_result r = {0, 0, 0, 0};
+  bench_result r = {0, 0, 0, 0, -1};
   for (int i = 0; i < threads; i++) {
     pthread_join(tid[i], NULL);
     r.events += ts[i].events;
