@@ -36,6 +36,9 @@
  * ever).  After the last window the mask stays 0.  A timer thread (only
  * clock_nanosleep and atomic stores; stopped by cp_mask_shutdown) flips
  * the mask, because at 0 NCCL sends no callback that could.
+ * Opening a window publishes the base mask without KernelCh (a group may
+ * be open); KernelCh follows at the next group stop.  Closing publishes 0
+ * at once only while KernelCh is off; otherwise the next group stop does.
  * At shutdown the mask is left as it is (an open window stays open; the
  * summary text closes it at the shutdown time).
  *
@@ -66,7 +69,13 @@ static int g_off;                     /* the user's mask is 0: never profile */
 static uint32_t g_n;                  /* gpu_sample */
 static atomic_int g_next_kc;          /* decision for the next API call */
 static atomic_int g_in_window = 1;    /* 0 outside a profiling window */
-static atomic_int g_frozen;           /* graph capture seen: mask constant */
+static atomic_int g_frozen;           /* graph capture / second thread: mask constant */
+static atomic_int g_open_groups;      /* GroupApi events started, not stopped */
+static atomic_int g_group_tid;        /* thread of the first GroupApi (0 = none yet) */
+static atomic_int g_kc_wait;          /* window just opened: KernelCh waits for a group stop */
+static int g_v4;                      /* the v4 API: no GroupApi events */
+static int g_frozen_reason_graph;     /* for the notice */
+static int g_switching;               /* N >= 2 or periods: the mask may change */
 static _Atomic uint64_t g_forced[FORCE_CAP / 64]; /* paths that forced */
 static atomic_uint_fast64_t g_forced_total;
 
@@ -119,7 +128,9 @@ static int force_budget(uint64_t calls) {
 static uint32_t effective(void) {
   if (!atomic_load(&g_in_window)) return 0;
   if (g_off) return 0;                /* user asked for nothing */
-  return g_base | (atomic_load_explicit(&g_next_kc, memory_order_relaxed) ? KC : 0);
+  int kc = atomic_load_explicit(&g_next_kc, memory_order_relaxed) &&
+           !atomic_load_explicit(&g_kc_wait, memory_order_relaxed);
+  return g_base | (kc ? KC : 0);
 }
 
 /* Store the mask if it changed.  With periods, re-check the window after the
@@ -136,6 +147,17 @@ static void publish(void) {
     uint32_t v2 = effective();
     if (v2 != v) __atomic_store_n(p, (int)v2, __ATOMIC_RELAXED);
   }
+}
+
+/* Timer, at a window's end (g_in_window already 0): the mask goes to 0
+ * now if KernelCh is off in it (dropping other bits mid-group is harmless:
+ * only KernelCh posts proxy work), else at the next group stop, which
+ * publishes effective() = 0. */
+static void close_window(void) {
+  int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);
+  if (!p || atomic_load(&g_frozen)) return;
+  int cur = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  if (!(cur & (int)KC)) __atomic_compare_exchange_n(p, &cur, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 }
 
 static int parse_periods(const char *s) {
@@ -192,14 +214,15 @@ static void *timer_main(void *arg) {
     if (w < WIN_CAP) g_win_start[w] = t - g_t0;
     atomic_store(&g_win_closed, 0);
     atomic_store(&g_nwin, w + 1);
-    atomic_store(&g_next_kc, g_n >= 1);   /* first call of a window sampled */
+    atomic_store(&g_next_kc, g_n >= 1);   /* first group after the open sampled */
+    atomic_store(&g_kc_wait, 1);          /* ...not a group open right now */
     atomic_store(&g_in_window, 1);
     publish();
     t += u;
     int go_on = sleep_until(t);
     if (!go_on) return NULL;              /* shutdown closes the window text */
     atomic_store(&g_in_window, 0);
-    publish();
+    close_window();
     if (w < WIN_CAP) g_win_end[w] = t - g_t0;
     atomic_store(&g_win_closed, 1);
   }
@@ -214,9 +237,16 @@ static void init_once(void) {
   /* A mask of KernelCh alone cannot be sampled: an unsampled call would
    * read 0, send no callback, and nothing would turn KernelCh back on. */
   if (g_base == 0 && g_n > 1) g_n = 1;
+  if (g_v4 && g_n > 1) {
+    cp_warn("COLLPROF_GPU_SAMPLE=%u needs the v5 profiler API (NCCL 2.28): this NCCL uses v4, "
+            "which gives no safe point to switch KernelCh, so it stays off "
+            "(COLLPROF_GPU_SAMPLE=1 turns it on for every call)", g_n);
+    g_n = 0;
+  }
   atomic_store(&g_next_kc, g_n >= 1);     /* the first call is sampled */
   g_t0 = mono_ns();
   g_have_periods = parse_periods(c->periods);
+  g_switching = g_n >= 2 || g_have_periods;
   if (g_have_periods) {
     atomic_store(&g_in_window, 0);
     pthread_attr_t a;
@@ -260,6 +290,8 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
   cp_inc(&t->api_calls, 1);
   if (g_n <= 1) return;   /* N = 1: always on, N = 0: always off (init) */
   if (atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
+  /* Decided here, published at the group stop (header: never inside a
+   * group). */
   int next = periodic(k + 1);
   if (!next && !sampled && path < FORCE_CAP && force_budget(k + 1) &&
       !cp_path_gpu_seen(path)) {
@@ -273,18 +305,43 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
   }
   if (atomic_load_explicit(&g_next_kc, memory_order_relaxed) != next)
     atomic_store_explicit(&g_next_kc, next, memory_order_relaxed);
-  publish();
+}
+
+HIDDEN void cp_mask_api_v4(void) { g_v4 = 1; }
+
+static void freeze(const char *why) {
+  if (atomic_load_explicit(&g_frozen, memory_order_relaxed) || atomic_exchange(&g_frozen, 1)) return;
+  /* The timer thread's stores go through publish()/close_window(), which
+   * now do nothing: periods end here too. */
+  if (g_n <= 1 && !g_have_periods) return;   /* nothing would change anyway: no notice */
+  int kc = cp_mask_kernelch_on();
+  cp_warn("%s: the event mask is frozen from now on (KernelCh %s, no more GPU sampling%s), "
+          "because NCCL 2.28 hangs in ncclCommDestroy when KernelCh changes %s",
+          why, kc ? "on for every call" : "off", g_have_periods ? " or profiling periods" : "",
+          g_frozen_reason_graph ? "between a graph's capture and its replays"
+                                : "while another thread is inside a group");
+}
+
+HIDDEN void cp_mask_on_group_start(int tid) {
+  if (!g_switching) return;
+  atomic_fetch_add_explicit(&g_open_groups, 1, memory_order_seq_cst);
+  int first = atomic_load_explicit(&g_group_tid, memory_order_relaxed);
+  if (__builtin_expect(first == tid, 1)) return;
+  if (first == 0 && atomic_compare_exchange_strong(&g_group_tid, &first, tid)) return;
+  if (first != tid) freeze("NCCL calls from a second thread");
+}
+
+HIDDEN void cp_mask_on_group_stop(void) {
+  if (!g_switching) return;
+  if (atomic_fetch_sub_explicit(&g_open_groups, 1, memory_order_seq_cst) != 1) return;
+  if (atomic_load_explicit(&g_kc_wait, memory_order_relaxed)) atomic_store(&g_kc_wait, 0);
+  publish();   /* no group open: the one point where KernelCh may change */
 }
 
 HIDDEN void cp_mask_on_graph_capture(void) {
-  if (atomic_load_explicit(&g_frozen, memory_order_relaxed) || atomic_exchange(&g_frozen, 1)) return;
-  /* The timer thread's stores go through publish(), which now does
-   * nothing: periods end here too. */
-  int kc = cp_mask_kernelch_on();
-  cp_warn("CUDA graph capture seen: the event mask is frozen from now on (KernelCh %s, "
-          "no more GPU sampling%s), because NCCL hangs when KernelCh changes between a "
-          "graph's capture and its replays", kc ? "on for every call" : "off",
-          g_have_periods ? " or profiling periods" : "");
+  if (atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
+  g_frozen_reason_graph = 1;
+  freeze("CUDA graph capture seen");
 }
 
 HIDDEN int cp_mask_frozen(void) { return atomic_load_explicit(&g_frozen, memory_order_relaxed); }

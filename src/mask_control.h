@@ -7,7 +7,8 @@
  * int's value:
  *   - GPU sampling: KernelCh, the one expensive type, is switched on for one
  *     API call in N (COLLPROF_GPU_SAMPLE), and for the next call after a
- *     call on a path that has no GPU sample yet;
+ *     call on a path that has no GPU sample yet; switched only where no
+ *     group is open, and frozen by a CUDA graph capture;
  *   - profiling periods (COLLPROF_PERIODS=delay:duration[:repeat]): outside
  *     a window the mask is 0, flipped by a timer thread since no callback
  *     comes while it is 0.
@@ -28,6 +29,18 @@ uint32_t cp_mask_attach(int *eActivationMask);
  * preceding GroupApi start, or for v4 at this start). Decides the mask for
  * the next API call. */
 void cp_mask_on_api_call(uint32_t path, int sampled);
+
+/* Around every GroupApi event (v5; NCCL starts one per outermost group, an
+ * ungrouped call being a group of one).  The stop that closes the last open
+ * group publishes the KernelCh decision: the only point where no NCCL call
+ * can be half-way through a group (mask_control.c explains the hangs a
+ * change inside a group causes).  A GroupApi from a thread other than the
+ * first one's freezes the mask (cp_mask_on_graph_capture). */
+void cp_mask_on_group_start(int tid);
+void cp_mask_on_group_stop(void);
+/* Before the first attach, from the v4 init: no GroupApi events will come,
+ * so N >= 2 cannot be honoured safely and becomes 0. */
+void cp_mask_api_v4(void);
 
 /* A graph-captured API call was seen (GroupApi/CollApi/P2pApi with
  * graphCaptured).  From then on the mask never changes again: NCCL 2.28

@@ -455,6 +455,7 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
   if (type == ncclProfileGroupApi) {
     t->sampled = cp_mask_kernelch_on();
     if (UNLIKELY(d->groupApi.graphCaptured)) cp_mask_on_graph_capture();
+    cp_mask_on_group_start(t->tid);
   } else if (type == ncclProfileCollApi || type == ncclProfileP2pApi) {
     if (UNLIKELY(type == ncclProfileCollApi ? d->collApi.graphCaptured : d->p2pApi.graphCaptured))
       cp_mask_on_graph_capture();
@@ -569,6 +570,7 @@ ncclResult_t cp_core_stop(void *eHandle) {
     if (UNLIKELY(kch)) cp_profile_gpu_t(t, path, ge - gs);
   }
   if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
+  if (type == ncclProfileGroupApi) cp_mask_on_group_stop();   /* may switch KernelCh */
   return NCCL_OK;
 }
 
@@ -754,6 +756,7 @@ CP_EXPORT ncclProfiler_v5_t ncclProfiler_v5 = {
 /* ---- v4: uint8_t type, no API events, Coll/P2p parent is the Group ---- */
 static ncclResult_t v4_init(void **context, int *mask, const char *name, uint64_t commHash, int nNodes,
                             int nranks, int rank, ncclDebugLogger_t logfn) {
+  cp_mask_api_v4();
   return init_common(context, commHash, mask, name, nNodes, nranks, rank, logfn);
 }
 

@@ -112,7 +112,9 @@ static uint64_t drive(const uint32_t *paths, size_t ncalls, int (*arrives)(uint3
     sampled[k] = (unsigned char)s;
     count += (uint64_t)s;
     if (s && arrives(paths[k])) g_seen[paths[k]] = 1;               /* KernelCh came */
-    cp_mask_on_api_call(paths[k], s);
+    cp_mask_on_group_start(1);                                      /* ungrouped call: */
+    cp_mask_on_api_call(paths[k], s);                               /* a group of one */
+    cp_mask_on_group_stop();
   }
   return count;
 }
@@ -239,14 +241,14 @@ static void sc_periods(void) {
   int on_values_ok = 1;
   while (now_s() - t0 < 0.40 && nflip < 16) {
     int m = __atomic_load_n(&g_mask, __ATOMIC_RELAXED);
-    if (m && (uint32_t)m != (DEFAULT_MASK | KC)) on_values_ok = 0;
+    if (m && (uint32_t)m != DEFAULT_MASK) on_values_ok = 0;
     if ((m != 0) != last) { flips[nflip++] = now_s() - t0; last = m != 0; }
     struct timespec ts = {0, 200000};
     nanosleep(&ts, NULL);
   }
   check(nflip == 4, "periods: 4 flips (%d)", nflip);
-  check(on_values_ok, "periods: in a window the mask is the base mask + KernelCh "
-                      "(first call sampled)");
+  check(on_values_ok, "periods: in a window the mask is the base mask (KernelCh waits for a "
+                      "group stop: a group may be open when the window opens)");
   static const double want[4] = {0.05, 0.10, 0.15, 0.20};
   int times_ok = nflip == 4;
   for (int i = 0; i < nflip && i < 4; i++)
@@ -261,8 +263,10 @@ static void sc_periods(void) {
             fabs(d - 0.20) < 1e-6,
         "periods: cp_mask_windows() = \"%s\"", w);
   /* During a window, API calls sample as usual; outside, hooks keep it 0. */
+  cp_mask_on_group_start(1);
   cp_mask_on_api_call(1, 0);
-  check(MASK() == 0, "periods: a late hook outside a window leaves the mask 0");
+  cp_mask_on_group_stop();
+  check(MASK() == 0, "periods: a late call outside a window leaves the mask 0");
   cp_mask_shutdown();
   cp_mask_shutdown();
   check(1, "periods: shutdown twice is fine");
@@ -312,7 +316,11 @@ static void sc_misc(void) {
 static void sc_kernelch_only(void) {
   config(KC, 16, "");
   cp_mask_attach(&g_mask);
-  for (int k = 0; k < 100; k++) cp_mask_on_api_call(1, cp_mask_kernelch_on());
+  for (int k = 0; k < 100; k++) {
+    cp_mask_on_group_start(1);
+    cp_mask_on_api_call(1, cp_mask_kernelch_on());
+    cp_mask_on_group_stop();
+  }
   check(MASK() == KC && cp_mask_sampled_calls() == 100,
         "mask KernelCh only: sampled on every call (no callback could turn it back on)");
 }
@@ -329,6 +337,114 @@ static void sc_full_never(void) {
   check(!cp_mask_kernelch_on(), "N=0: cp_mask_kernelch_on() is 0");
 }
 
+/* Inside a group the mask never changes (NCCL reads it at every call of
+ * the group; a Send and its Recv with different KernelCh hang NCCL 2.28);
+ * the decision of the group's calls is published when the last open group
+ * stops, and only then. */
+static void sc_group_hold(void) {
+  config(DEFAULT_MASK, 2, "");
+  cp_mask_attach(&g_mask);
+  int before = MASK(), changed = 0, got_kc_decision = 0;
+  cp_mask_on_group_start(1);
+  cp_mask_on_group_start(1);            /* a nested (second) open group */
+  for (uint32_t k = 0; k < 40; k++) {
+    cp_mask_on_api_call(200 + k, (before & KC) != 0);
+    if (MASK() != before) changed = 1;
+  }
+  cp_mask_on_group_stop();
+  check(!changed && MASK() == before, "N=2: no change while a group is open (40 calls, 2 groups)");
+  cp_mask_on_group_stop();
+  /* The 40 calls' last decision: periodic(40) or forcing of a new path. */
+  got_kc_decision = (MASK() & ~KC) == DEFAULT_MASK;
+  check(got_kc_decision, "N=2: the last group stop publishes (mask 0x%x)", (unsigned)MASK());
+  /* Over many groups of 3 calls the bit changes only between groups. */
+  int bad = 0;
+  uint64_t groups_on = 0;
+  for (int gix = 0; gix < 3000; gix++) {
+    int m = MASK();
+    groups_on += (m & KC) != 0;
+    cp_mask_on_group_start(1);
+    for (int c = 0; c < 3; c++) {
+      cp_mask_on_api_call(7, (m & KC) != 0);
+      if (MASK() != m) bad = 1;
+    }
+    cp_mask_on_group_stop();
+  }
+  check(!bad, "N=2: groups of 3 calls: the mask never changes inside a group");
+  check(groups_on > 300 && groups_on < 2700, "N=2: groups of 3 calls: %llu of 3000 groups sampled",
+        (unsigned long long)groups_on);
+}
+
+/* GroupApi from a second thread: no point is known to be outside every
+ * group any more, so the mask freezes as it is, with one line. */
+static void sc_second_thread(void) {
+  config(DEFAULT_MASK, 4, "");
+  cp_mask_attach(&g_mask);
+  for (int k = 0; k < 10; k++) {
+    cp_mask_on_group_start(11);
+    cp_mask_on_api_call(1, (MASK() & KC) != 0);
+    cp_mask_on_group_stop();
+  }
+  check(!cp_mask_frozen() && g_warnings == 0, "one thread: not frozen, no warning");
+  cp_mask_on_group_start(12);
+  int m = MASK();
+  check(cp_mask_frozen() && g_warnings == 1, "a second thread's group freezes the mask, one warning");
+  cp_mask_on_api_call(1, 0);
+  cp_mask_on_group_stop();
+  int same = 1;
+  for (int k = 0; k < 100; k++) {
+    cp_mask_on_group_start(11 + k % 2);
+    cp_mask_on_api_call(2 + (uint32_t)k, (MASK() & KC) != 0);
+    cp_mask_on_group_stop();
+    if (MASK() != m) same = 0;
+  }
+  check(same && g_warnings == 1, "frozen: 100 more calls from both threads leave the mask 0x%x", m);
+}
+
+/* v4 (NCCL 2.27) has no GroupApi events: no safe point, so N >= 2 turns
+ * KernelCh off with one line; N = 1 keeps it on without one. */
+static void sc_v4(int n) {
+  config(DEFAULT_MASK, n, "");
+  cp_mask_api_v4();
+  uint32_t v = cp_mask_attach(&g_mask);
+  int want_kc = n == 1;
+  check(((v & KC) != 0) == want_kc && (v & ~(uint32_t)KC) == DEFAULT_MASK,
+        "v4, N=%d: KernelCh %s (mask 0x%x)", n, want_kc ? "on" : "off", v);
+  for (int k = 0; k < 100; k++) cp_mask_on_api_call(1 + (uint32_t)k, (MASK() & KC) != 0);
+  check((uint32_t)MASK() == v, "v4, N=%d: 100 calls leave the mask as it is", n);
+  check(g_warnings == (n >= 2), "v4, N=%d: %d warning(s)", n, g_warnings);
+}
+
+/* A window that closes while KernelCh is on: the mask drops to 0 at the
+ * next group stop, not in the middle of a group. */
+static void sc_window_close(void) {
+  config(DEFAULT_MASK, 1, "0:0.05:1");
+  cp_mask_attach(&g_mask);
+  double t0 = now_s();
+  while (MASK() == 0 && now_s() - t0 < 1) {
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+  check((uint32_t)MASK() == DEFAULT_MASK, "window open: base mask, KernelCh not yet (0x%x)",
+        (unsigned)MASK());
+  cp_mask_on_group_start(1);
+  cp_mask_on_api_call(1, 0);
+  cp_mask_on_group_stop();
+  check((uint32_t)MASK() == (DEFAULT_MASK | KC), "N=1: KernelCh at the first group stop (0x%x)",
+        (unsigned)MASK());
+  cp_mask_on_group_start(1);            /* a group open across the window's end */
+  while (now_s() - t0 < 0.15) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  check((uint32_t)MASK() == (DEFAULT_MASK | KC),
+        "window ended inside a group: mask unchanged (0x%x)", (unsigned)MASK());
+  cp_mask_on_api_call(1, 1);
+  cp_mask_on_group_stop();
+  check(MASK() == 0, "...and 0 at that group's stop (0x%x)", (unsigned)MASK());
+  cp_mask_shutdown();
+}
+
 typedef void (*scenario)(void);
 static int g_arg;
 static void sc_one_path_a(void) { sc_one_path(g_arg); }
@@ -338,6 +454,7 @@ static void sc_new_distinct_a(void) { sc_new_paths_oracle(g_arg, 1, always); }
 static void sc_new_5_a(void) { sc_new_paths_oracle(g_arg, 0, always); }
 static void sc_new_5never_a(void) { sc_new_paths_oracle(g_arg, 0, never); }
 static void sc_never_a(void) { sc_never_seen(g_arg); }
+static void sc_v4_a(void) { sc_v4(g_arg); }
 
 static int g_n, g_fail;
 static void run(scenario f, int arg) {
@@ -395,6 +512,12 @@ int main(void) {
   run(sc_kernelch_only, 0);
   run(sc_full_every, 0);
   run(sc_full_never, 0);
+  run(sc_group_hold, 0);
+  run(sc_second_thread, 0);
+  run(sc_v4_a, 16);
+  run(sc_v4_a, 1);
+  run(sc_v4_a, 0);
+  run(sc_window_close, 0);
   printf("1..%d\n", g_n);
   return g_fail != 0;
 }
