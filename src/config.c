@@ -9,13 +9,11 @@
  * without a lock (acquire load of `g_loaded`).
  *
  * Choices worth knowing:
- *  - COLLPROF_GPU_SAMPLE default: 0 (no KernelCh) when NCCL_PROFILE_EVENT_MASK
- *    is unset, 1 when the user's mask has KernelCh (they asked for every
- *    KernelCh), 0 when it lacks it.  Sampling (N >= 2) turns KernelCh on and
- *    off through the live mask, and NCCL 2.28.9 then hangs in
- *    ncclCommDestroy in programs that capture CUDA graphs (seen on H200 with
- *    a plugin that does nothing but flip the bit): a profiler must not hang
- *    the job it measures, so sampling is the user's choice, not the default.
+ *  - COLLPROF_GPU_SAMPLE default: 16 when NCCL_PROFILE_EVENT_MASK is unset,
+ *    1 when the user's mask has KernelCh (they asked for every KernelCh), 0
+ *    when it lacks it.  mask_control.c switches KernelCh only where NCCL
+ *    2.28 survives it (no group open, no graph captured, one calling
+ *    thread).
  *  - COLLPROF_PERIODS is only syntax-checked here with the rule
  *    mask_control.c applies (delay>=0 : duration>0 [: repeat integer>=0],
  *    seconds, fractions allowed); the string is stored as given.
@@ -174,7 +172,7 @@ static void load(cp_config *c) {
   }
   c->event_mask = (uint32_t)v;
 
-  v = !c->mask_from_env ? 0 : (c->event_mask & MASK_KERNELCH) ? 1 : 0;
+  v = !c->mask_from_env ? 16 : (c->event_mask & MASK_KERNELCH) ? 1 : 0;
   get_num("COLLPROF_GPU_SAMPLE", 0, 0x7fffffff, &v);
   c->gpu_sample = (int)v;
 

@@ -134,6 +134,8 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             s->event_mask, s->gpu_sample,
             s->trace_on && !cp_trace_failed() ? "true" : "false", s->nccl_version);
   sb_str(b, s->periods);
+  sb_printf(b, ",\"maskFrozen\":");
+  sb_str(b, cp_mask_frozen_text());
   sb_printf(b,
             ",\"eventsRecorded\":%llu,\"eventsPxn\":%llu,\"unterminated\":%llu,"
             "\"blacklistEvictions\":%llu,\"unknownParent\":%llu,\"traceDropped\":%llu,"

@@ -309,8 +309,12 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
 
 HIDDEN void cp_mask_api_v4(void) { g_v4 = 1; }
 
+static char g_frozen_text[96];         /* for the rank record, set once at the freeze */
+
 static void freeze(const char *why) {
   if (atomic_load_explicit(&g_frozen, memory_order_relaxed) || atomic_exchange(&g_frozen, 1)) return;
+  snprintf(g_frozen_text, sizeof g_frozen_text, "%s, KernelCh %s", why,
+           cp_mask_kernelch_on() ? "on" : "off");
   /* The timer thread's stores go through publish()/close_window(), which
    * now do nothing: periods end here too. */
   if (g_n <= 1 && !g_have_periods) return;   /* nothing would change anyway: no notice */
@@ -342,6 +346,10 @@ HIDDEN void cp_mask_on_graph_capture(void) {
   if (atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
   g_frozen_reason_graph = 1;
   freeze("CUDA graph capture seen");
+}
+
+HIDDEN const char *cp_mask_frozen_text(void) {
+  return atomic_load(&g_frozen) ? g_frozen_text : "";
 }
 
 HIDDEN int cp_mask_frozen(void) { return atomic_load_explicit(&g_frozen, memory_order_relaxed); }

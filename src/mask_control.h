@@ -51,6 +51,11 @@ void cp_mask_api_v4(void);
 void cp_mask_on_graph_capture(void);
 /* 1 once cp_mask_on_graph_capture froze the mask. */
 int cp_mask_frozen(void);
+/* Why and how it froze, for the rank record ("" if it did not), e.g.
+ * "CUDA graph capture seen, KernelCh off".  With KernelCh off at a capture
+ * NCCL 2.28 sends no Coll/P2p event for the graph's replays (no host
+ * callback runs for them), so their calls are not counted. */
+const char *cp_mask_frozen_text(void);
 
 /* Whether the mask currently has KernelCh. */
 int cp_mask_kernelch_on(void);

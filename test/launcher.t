@@ -47,8 +47,8 @@ ok "--list-events names every type with its bit" bash -c '
   for n in Group Coll P2p ProxyOp ProxyStep ProxyCtrl KernelCh NetPlugin GroupApi CollApi P2pApi KernelLaunch; do
     grep -Eq "^ +$n +0x[0-9a-f]+ +$v " out || { echo "no $n = $v"; exit 1; }; v=$((v * 2)); done'
 def=$((4095 & ~64))
-ok "--list-events gives the default mask ($def) and GPU sampling off" \
-  bash -c "grep -q 'Default mask: .*($def).*GPU sampling 0: off' out"
+ok "--list-events gives the default mask ($def) and GPU sampling 1 in 16" \
+  bash -c "grep -q 'Default mask: .*($def).*KernelCh sampled on 1 call in 16' out"
 
 # Options reach the environment.
 run -o outdir -e Coll,P2p --no-trace --gpu-sample 4 --periods 1.5:2:3 --rank-logs 0,2-3 \

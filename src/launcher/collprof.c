@@ -48,7 +48,7 @@ static void cp_usage(FILE *f) {
     "      --trace, --no-trace write the per-event trace, or only the per-path\n"
     "                          profile [COLLPROF_TRACE=1|0] (default: trace)\n"
     "      --gpu-sample N      GPU timing (KernelCh) on 1 API call in N; 1 every\n"
-    "                          call, 0 never [COLLPROF_GPU_SAMPLE] (default 0)\n"
+    "                          call, 0 never [COLLPROF_GPU_SAMPLE] (default 16)\n"
     "      --periods D:T[:R]   profile only in windows: off D seconds, on T seconds,\n"
     "                          R times (default 1, 0 for ever) [COLLPROF_PERIODS]\n"
     "      --rank-logs WHICH   per-rank logfiles: all, none or a list like 0,4-7\n"

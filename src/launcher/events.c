@@ -105,11 +105,10 @@ void cp_events_list(FILE *f) {
   fprintf(f,
           "\nNCCL also sends the ancestors an enabled type needs (GroupApi, CollApi, Group\n"
           "for Coll), even when their own bits are off.\n\n"
-          "Default mask: %#x (%u): every type but KernelCh (GPU sampling %d: off).\n"
+          "Default mask: %#x (%u): every type, KernelCh sampled on 1 call in %d.\n"
           "--gpu-sample N switches KernelCh on for 1 API call in N (1 = every call,\n"
-          "0 = never); naming KernelCh in -e turns it on for every call.  Sampling\n"
-          "flips KernelCh between calls, which NCCL 2.28 does not survive in programs\n"
-          "that capture CUDA graphs (ncclCommDestroy hangs): use N >= 2 only for\n"
-          "programs without CUDA graphs, N = 1 otherwise.\n",
+          "0 = never); naming KernelCh in -e turns it on for every call.  KernelCh\n"
+          "changes only when no group is open; a CUDA graph capture or a second\n"
+          "calling thread freezes it (NCCL 2.28 hangs otherwise).\n",
           CP_EVENT_DEFAULT, CP_EVENT_DEFAULT, CP_GPU_SAMPLE_DEFAULT);
 }

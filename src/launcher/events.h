@@ -13,7 +13,7 @@
 #define CP_EVENT_KERNELCH 0x40u
 /* The plugin's default: every type but KernelCh (KernelCh is sampled). */
 #define CP_EVENT_DEFAULT (CP_EVENT_ALL & ~CP_EVENT_KERNELCH)
-#define CP_GPU_SAMPLE_DEFAULT 0
+#define CP_GPU_SAMPLE_DEFAULT 16
 
 /* Parse a mask: a number (decimal, 0x hex, 0 octal) or a comma-separated
  * list of type names (case-insensitive, optional "ncclProfile" prefix) and

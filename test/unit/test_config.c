@@ -54,7 +54,7 @@ int main(void) {
   ok(w[0] == 0, "defaults: no warning");
   free(w);
   ok(c->event_mask == (4095u & ~64u) && !c->mask_from_env, "default mask is 4095 without KernelCh");
-  ok(c->gpu_sample == 0, "default: no GPU sampling (it can hang NCCL with CUDA graphs)");
+  ok(c->gpu_sample == 16, "default: GPU sampling on 1 call in 16");
   ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
   ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 65536,
      "default sizes");
@@ -93,8 +93,8 @@ int main(void) {
   bad_value("NCCL_PROFILE_EVENT_MASK", "0x", "4031");
   bad_value("NCCL_PROFILE_EVENT_MASK", "12z", "4031");
   bad_value("NCCL_PROFILE_EVENT_MASK", "99999999999", "4031");
-  bad_value("COLLPROF_GPU_SAMPLE", "often", "0");
-  ok(c->gpu_sample == 0, "bad GPU sample falls back");
+  bad_value("COLLPROF_GPU_SAMPLE", "often", "16");
+  ok(c->gpu_sample == 16, "bad GPU sample falls back to the default");
   bad_value("COLLPROF_TRACE", "maybe", "1");
   ok(c->trace_on == 1, "bad switch falls back");
   bad_value("COLLPROF_POOL_SIZE", "0", "1024");

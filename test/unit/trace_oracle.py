@@ -32,7 +32,7 @@ STATES = {8: "ProxyStepSendGPUWait", 9: "ProxyStepSendWait", 10: "ProxyStepRecvW
 META_KEYS = ["recordType", "tool", "version", "pid", "host", "wallTime", "wallNs", "ts",
              "eventMask", "config", "command"]
 RANK_KEYS = ["recordType", "rank", "worldSize", "pid", "host", "startWall", "startTs", "endTs",
-             "eventMask", "gpuSample", "traceOn", "ncclVersion", "periods", "eventsRecorded",
+             "eventMask", "gpuSample", "traceOn", "ncclVersion", "periods", "maskFrozen", "eventsRecorded",
              "eventsPxn", "unterminated", "blacklistEvictions", "unknownParent", "traceDropped",
              "badCalls", "gpuSampledCalls", "memoryBytes", "perEventCostNs", "command", "comms"]
 PATH_KEYS = ["recordType", "id", "local", "hash", "path", "leafType", "leafFunc", "calls",
