@@ -310,11 +310,13 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
 HIDDEN void cp_mask_api_v4(void) { g_v4 = 1; }
 
 static char g_frozen_text[96];         /* for the rank record, set once at the freeze */
+static atomic_int g_frozen_text_ready; /* ...and published after it is written */
 
 static void freeze(const char *why) {
   if (atomic_load_explicit(&g_frozen, memory_order_relaxed) || atomic_exchange(&g_frozen, 1)) return;
   snprintf(g_frozen_text, sizeof g_frozen_text, "%s, KernelCh %s", why,
            cp_mask_kernelch_on() ? "on" : "off");
+  atomic_store_explicit(&g_frozen_text_ready, 1, memory_order_release);
   /* The timer thread's stores go through publish()/close_window(), which
    * now do nothing: periods end here too. */
   if (g_n <= 1 && !g_have_periods) return;   /* nothing would change anyway: no notice */
@@ -349,7 +351,7 @@ HIDDEN void cp_mask_on_graph_capture(void) {
 }
 
 HIDDEN const char *cp_mask_frozen_text(void) {
-  return atomic_load(&g_frozen) ? g_frozen_text : "";
+  return atomic_load_explicit(&g_frozen_text_ready, memory_order_acquire) ? g_frozen_text : "";
 }
 
 HIDDEN int cp_mask_frozen(void) { return atomic_load_explicit(&g_frozen, memory_order_relaxed); }
