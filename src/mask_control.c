@@ -74,7 +74,6 @@ static atomic_int g_open_groups;      /* GroupApi events started, not stopped */
 static atomic_int g_group_tid;        /* thread of the first GroupApi (0 = none yet) */
 static atomic_int g_kc_wait;          /* window just opened: KernelCh waits for a group stop */
 static int g_v4;                      /* the v4 API: no GroupApi events */
-static int g_frozen_reason_graph;     /* for the notice */
 static int g_switching;               /* N >= 2 or periods: the mask may change */
 static _Atomic uint64_t g_forced[FORCE_CAP / 64]; /* paths that forced */
 static atomic_uint_fast64_t g_forced_total;
@@ -312,7 +311,7 @@ HIDDEN void cp_mask_api_v4(void) { g_v4 = 1; }
 static char g_frozen_text[96];         /* for the rank record, set once at the freeze */
 static atomic_int g_frozen_text_ready; /* ...and published after it is written */
 
-static void freeze(const char *why) {
+static void freeze(const char *why, const char *hazard) {
   if (atomic_load_explicit(&g_frozen, memory_order_relaxed) || atomic_exchange(&g_frozen, 1)) return;
   snprintf(g_frozen_text, sizeof g_frozen_text, "%s, KernelCh %s", why,
            cp_mask_kernelch_on() ? "on" : "off");
@@ -324,8 +323,7 @@ static void freeze(const char *why) {
   cp_warn("%s: the event mask is frozen from now on (KernelCh %s, no more GPU sampling%s), "
           "because NCCL 2.28 hangs in ncclCommDestroy when KernelCh changes %s",
           why, kc ? "on for every call" : "off", g_have_periods ? " or profiling periods" : "",
-          g_frozen_reason_graph ? "between a graph's capture and its replays"
-                                : "while another thread is inside a group");
+          hazard);
 }
 
 HIDDEN void cp_mask_on_group_start(int tid) {
@@ -334,7 +332,7 @@ HIDDEN void cp_mask_on_group_start(int tid) {
   int first = atomic_load_explicit(&g_group_tid, memory_order_relaxed);
   if (__builtin_expect(first == tid, 1)) return;
   if (first == 0 && atomic_compare_exchange_strong(&g_group_tid, &first, tid)) return;
-  if (first != tid) freeze("NCCL calls from a second thread");
+  if (first != tid) freeze("NCCL calls from a second thread", "while another thread is inside a group");
 }
 
 HIDDEN void cp_mask_on_group_stop(void) {
@@ -345,9 +343,7 @@ HIDDEN void cp_mask_on_group_stop(void) {
 }
 
 HIDDEN void cp_mask_on_graph_capture(void) {
-  if (atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
-  g_frozen_reason_graph = 1;
-  freeze("CUDA graph capture seen");
+  freeze("CUDA graph capture seen", "between a graph's capture and its replays");
 }
 
 HIDDEN const char *cp_mask_frozen_text(void) {
