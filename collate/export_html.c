@@ -12,6 +12,7 @@
  * path; "" with data-absent="1" when the rank does not have the path).
  */
 #include "export.h"
+#include "frozen.h"
 #include "reduce.h"
 #include "report.h"
 #include "collprof.h"
@@ -239,6 +240,20 @@ static void cp_paths_table(FILE *f, const cp_summary *s, const size_t *top, size
   fputs("</tbody></table>\n", f);
 }
 
+/* One wide row per reason the event mask froze, with its ranks. */
+static void cp_frozen_rows(FILE *f, const cp_summary *s) {
+  for (size_t i = 0; i < s->nfrozen; i++) {
+    const cp_frozen *z = &s->frozen[i];
+    char ranks[200];
+    cp_rank_ranges_text(ranks, sizeof ranks, z->ranges, z->nranges);
+    fprintf(f, "<div class=\"kv wide\"><span>event mask frozen</span><b>%s ", z->nranks == 1 ? "rank" : "ranks");
+    cp_h(f, ranks);
+    fputs(": ", f);
+    cp_h(f, z->reason);
+    fputs("</b></div>\n", f);
+  }
+}
+
 static void cp_run_summary(FILE *f, const cp_summary *s) {
   const cp_agg *a = &s->agg;
   char t0[64], t1[64], b[128], v[64];
@@ -277,6 +292,10 @@ static void cp_run_summary(FILE *f, const cp_summary *s) {
   cp_row_u(f, "PXN events", a->events_pxn, "events_pxn", 0);
   cp_row_u(f, "unknown parent", a->unknown_parent, "unknown_parent", 0);
   cp_row_u(f, "trace records dropped", a->trace_dropped, "trace_dropped", 0);
+  cp_row_u(f, "GPU-sampled API calls", a->gpu_sampled_calls, "gpu_sampled_calls", 0);
+  cp_row_u(f, "GPU samples dropped", a->gpu_samples_dropped, "gpu_samples_dropped", 0);
+  cp_row_u(f, "GPU samples deferred", a->gpu_samples_deferred, "gpu_samples_deferred", 0);
+  cp_frozen_rows(f, s);
   snprintf(v, sizeof v, "%zu", s->ncollisions);
   cp_row(f, "hash collisions", v, "hashCollisions", v);
   char mask[256];

@@ -57,6 +57,8 @@ void cp_agg_combine(cp_agg *into, const cp_agg *f) {
   into->trace_dropped += f->trace_dropped;
   into->bad_calls += f->bad_calls;
   into->gpu_sampled_calls += f->gpu_sampled_calls;
+  into->gpu_samples_dropped += f->gpu_samples_dropped;
+  into->gpu_samples_deferred += f->gpu_samples_deferred;
   into->memory_bytes += f->memory_bytes;
   if (f->memory_max_bytes > into->memory_max_bytes) into->memory_max_bytes = f->memory_max_bytes;
   into->overhead_ns += f->overhead_ns;

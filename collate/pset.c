@@ -3,6 +3,7 @@
  * merge into a packed set or into the summary.
  */
 #include "pset.h"
+#include "frozen.h"
 #include "reduce.h"
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define PSET_MAGIC 0x4350534554320000ull /* "CPSET2" */
+#define PSET_MAGIC 0x4350534554330000ull /* "CPSET3" */
 #define BIG ((size_t)64 << 10)            /* mmap from here; release in steps of this */
 
 /* ---- buffers ---- */
@@ -140,9 +141,9 @@ static int desc_less(uint32_t lta, const unsigned char *fa, size_t fla,
 
 typedef struct {
   uint64_t npaths, set_len;
-  uint32_t nhosts, ncomms;
+  uint32_t nhosts, ncomms, nfrozen;
   cp_agg agg;
-  const unsigned char *hosts_at, *recs;   /* hosts then comms; first record */
+  const unsigned char *hosts_at, *frozen_at, *recs;   /* hosts then comms; frozen; first record */
 } hdr;
 
 static int hdr_read(const unsigned char *buf, size_t len, hdr *h) {
@@ -150,15 +151,23 @@ static int hdr_read(const unsigned char *buf, size_t len, hdr *h) {
   rd r = {buf, buf + len, 0};
   if (get64(&r) != PSET_MAGIC) return -1;
   h->set_len = get64(&r); h->npaths = get64(&r);
-  h->nhosts = get32(&r); h->ncomms = get32(&r);
+  h->nhosts = get32(&r); h->ncomms = get32(&r); h->nfrozen = get32(&r);
   const unsigned char *a = get(&r, sizeof h->agg);
-  if (r.err || h->set_len > len || h->npaths > len / 8 || h->nhosts > len || h->ncomms > len) return -1;
+  if (r.err || h->set_len > len || h->npaths > len / 8 || h->nhosts > len || h->ncomms > len ||
+      h->nfrozen > len)
+    return -1;
   memcpy(&h->agg, a, sizeof h->agg);
   r.end = buf + h->set_len;
   h->hosts_at = r.p;
   for (uint32_t i = 0; i < h->nhosts && !r.err; i++) { get64(&r); get(&r, get32(&r)); }
   for (uint32_t i = 0; i < h->ncomms && !r.err; i++) {
     get64(&r); get64(&r); get64(&r); get32(&r); get32(&r); get(&r, get32(&r));
+  }
+  h->frozen_at = r.p;
+  if (!r.err && h->nfrozen) {
+    size_t span = cp_frz_packed_span(r.p, r.end, h->nfrozen);
+    if (!span) return -1;
+    get(&r, span);
   }
   h->recs = r.p;
   return r.err ? -1 : 0;
@@ -172,10 +181,16 @@ int cp_pset_count(const unsigned char *buf, size_t len, uint64_t *npaths, uint64
   return 0;
 }
 
+static void put_frozen(wr *w, const cp_frz *v, size_t n) {
+  size_t b = cp_frz_packed_size(v, n);
+  if (w->err || w->cap - w->len < b) { w->err = 1; return; }
+  w->len += cp_frz_pack(w->p + w->len, v, n);
+}
+
 static void hdr_put(wr *w, uint64_t npaths, const cp_agg *a, const cp_mhost *hs, size_t nh,
-                    const cp_mcomm *cs, size_t nc) {
+                    const cp_mcomm *cs, size_t nc, const cp_frz *fz, size_t nf) {
   put64(w, PSET_MAGIC); put64(w, 0); put64(w, npaths);
-  put32(w, (uint32_t)nh); put32(w, (uint32_t)nc);
+  put32(w, (uint32_t)nh); put32(w, (uint32_t)nc); put32(w, (uint32_t)nf);
   put(w, a, sizeof *a);
   for (size_t i = 0; i < nh; i++) { put64(w, hs[i].ranks); put32(w, hs[i].len); put(w, hs[i].name, hs[i].len); }
   for (size_t i = 0; i < nc; i++) {
@@ -184,9 +199,11 @@ static void hdr_put(wr *w, uint64_t npaths, const cp_agg *a, const cp_mhost *hs,
     put32(w, (uint32_t)c->nranks); put32(w, (uint32_t)c->nnodes);
     put32(w, c->nlen); put(w, c->name, c->nlen);
   }
+  put_frozen(w, fz, nf);
 }
-static size_t hdr_size(size_t nh, const cp_mhost *hs, size_t nc, const cp_mcomm *cs) {
-  size_t n = 32 + sizeof(cp_agg);
+static size_t hdr_size(size_t nh, const cp_mhost *hs, size_t nc, const cp_mcomm *cs, const cp_frz *fz,
+                       size_t nf) {
+  size_t n = 36 + sizeof(cp_agg) + cp_frz_packed_size(fz, nf);
   for (size_t i = 0; i < nh; i++) n += 12 + hs[i].len;
   for (size_t i = 0; i < nc; i++) n += 36 + cs[i].nlen;
   return n;
@@ -239,6 +256,8 @@ static void agg_from_rank(const cp_rank_data *r, cp_agg *a) {
   a->unterminated = r->unterminated; a->blacklist_evictions = r->blacklist_evictions;
   a->unknown_parent = r->unknown_parent; a->trace_dropped = r->trace_dropped;
   a->bad_calls = r->bad_calls; a->gpu_sampled_calls = r->gpu_sampled_calls;
+  a->gpu_samples_dropped = r->gpu_samples_dropped;
+  a->gpu_samples_deferred = r->gpu_samples_deferred;
   a->memory_bytes = a->memory_max_bytes = r->memory_bytes;
   double ov = (double)r->events_recorded * r->per_event_cost_ns;
   a->overhead_ns = ov > 0 && isfinite(ov) ? (uint64_t)llround(ov) : 0;
@@ -306,9 +325,9 @@ static int rkeys_sort(rkey *k, size_t n, const cp_path_rec *p) {
 int cp_pset_empty(cp_pbuf *out) {
   cp_agg a;
   cp_agg_init(&a);
-  if (cp_pbuf_alloc(out, hdr_size(0, NULL, 0, NULL))) return -1;
+  if (cp_pbuf_alloc(out, hdr_size(0, NULL, 0, NULL, NULL, 0))) return -1;
   wr w = {out->p, 0, out->cap, 0};
-  hdr_put(&w, 0, &a, NULL, 0, NULL, 0);
+  hdr_put(&w, 0, &a, NULL, 0, NULL, 0, NULL, 0);
   hdr_patch(&w, 0);
   out->len = w.len;
   return w.err ? -1 : 0;
@@ -320,9 +339,11 @@ int cp_pset_from_rank(const cp_rank_data *r, int hash_bits, cp_pbuf *out, uint32
   cp_agg a;
   agg_from_rank(r, &a);
   cp_mhost host = {r->host, (uint32_t)strnlen(r->host, sizeof r->host), 1};
+  cp_frz fz;
+  int nf = cp_frz_from_rank(r, &fz);
   cp_mcomm *cs = calloc(r->ncomms + 1, sizeof *cs);
   rkey *k = malloc((n + 1) * sizeof *k);
-  if (!cs || !k) { free(cs); free(k); return -1; }
+  if (!cs || !k || nf < 0) { free(cs); free(k); if (nf > 0) cp_frz_free(&fz, 1); return -1; }
   for (size_t i = 0; i < r->ncomms; i++) {
     cp_mcomm *c = &cs[i];
     c->comm_id = r->comms[i].comm_id;
@@ -331,7 +352,7 @@ int cp_pset_from_rank(const cp_rank_data *r, int hash_bits, cp_pbuf *out, uint32
     c->members = 1; c->events = r->comms[i].events;
   }
   size_t nc = comms_unique(cs, r->ncomms);
-  size_t cap = hdr_size(1, &host, nc, cs);
+  size_t cap = hdr_size(1, &host, nc, cs, &fz, (size_t)nf);
   for (size_t i = 0; i < n; i++) {
     const cp_path_rec *p = &r->paths[i];
     k[i].hash = cp_hash_trunc(p->hash, hash_bits); k[i].idx = (uint32_t)i;
@@ -339,9 +360,13 @@ int cp_pset_from_rank(const cp_rank_data *r, int hash_bits, cp_pbuf *out, uint32
     k[i].flen = p->leaf_func ? (uint32_t)strlen(p->leaf_func) : 0;
     cap += 8 + 10 + 10 + k[i].plen + 1 + 10 + k[i].flen + 1 + 10 + PSTAT_MAX;
   }
-  if (rkeys_sort(k, n, r->paths) || cp_pbuf_alloc(out, cap)) { free(cs); free(k); return -1; }
+  if (rkeys_sort(k, n, r->paths) || cp_pbuf_alloc(out, cap)) {
+    free(cs); free(k); cp_frz_free(&fz, (size_t)nf);
+    return -1;
+  }
   wr w = {out->p, 0, out->cap, 0};
-  hdr_put(&w, 0, &a, &host, 1, cs, nc);
+  hdr_put(&w, 0, &a, &host, 1, cs, nc, &fz, (size_t)nf);
+  cp_frz_free(&fz, (size_t)nf);
   uint64_t np = 0;
   for (size_t i = 0; i < n;) {
     const cp_path_rec *p = &r->paths[k[i].idx];
@@ -415,6 +440,46 @@ static const char *store_func(cp_sumstore *st, const unsigned char *f, size_t n)
 }
 
 /* ---- merge ---- */
+
+/* The frozen-mask entries of all inputs, one per reason (frozen.h).  Their
+ * reasons point into the inputs: use them before the inputs' pages are
+ * given back.  *n = 0 and NULL when there are none; -1 in *rc when memory
+ * ran out (those ranks are then missing from the list). */
+static cp_frz *frozen_of_inputs(const hdr *hs, size_t k, size_t *n, int *rc) {
+  size_t total = 0;
+  *n = 0;
+  for (size_t i = 0; i < k; i++) total += hs[i].frozen_at ? hs[i].nfrozen : 0;
+  if (!total) return NULL;
+  cp_frz *v = calloc(total, sizeof *v);
+  if (!v) { *rc = -1; return NULL; }
+  size_t m = 0;
+  for (size_t i = 0; i < k; i++) {
+    if (!hs[i].frozen_at || !hs[i].nfrozen) continue;
+    if (cp_frz_unpack(hs[i].frozen_at, hs[i].nfrozen, v + m) != 0) { *rc = -1; continue; }
+    m += hs[i].nfrozen;
+  }
+  *n = cp_frz_combine(v, m);
+  return v;
+}
+
+/* The summary's copy: reasons into its storage, ranges handed over (v's
+ * entries no longer own them).  On no memory, fewer entries. */
+static void frozen_to_summary(cp_summary *sum, cp_sumstore *st, cp_frz *v, size_t n, int *rc) {
+  sum->frozen = n ? calloc(n, sizeof *sum->frozen) : NULL;
+  if (n && !sum->frozen) { *rc = -1; return; }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *r = store_put(st, v[i].reason, v[i].len);
+    if (!r) { *rc = -1; continue; }
+    cp_frozen *d = &sum->frozen[m++];
+    d->reason = r;
+    d->ranges = v[i].ranges; d->nranges = v[i].nranges;
+    d->nranks = cp_frz_nranks(d->ranges, d->nranges);
+    v[i].ranges = NULL;
+  }
+  sum->nfrozen = m;
+  cp_frozen_sort(sum->frozen, m);
+}
 
 typedef struct cur {
   const unsigned char *rec, *next, *end;  /* this record, the one after, end of records */
@@ -516,12 +581,14 @@ int cp_pset_merge(cp_pbuf *in, size_t k, uint32_t *const *maps, cp_pbuf *out, si
   }
   nh = hosts_unique(hl, nh);
   nc = comms_unique(cl, nc);
-  uint64_t bytes = hdr_size(nh, hl, nc, cl);
+  size_t nf = 0;
+  cp_frz *fz = frozen_of_inputs(hs, k, &nf, &rc);
+  uint64_t bytes = hdr_size(nh, hl, nc, cl, fz, nf);
 
   wr w = {0};
   if (out) {
     if (cp_pbuf_alloc(out, cap)) { rc = -1; out = NULL; }
-    else { w.p = out->p; w.cap = out->cap; hdr_put(&w, 0, &agg, hl, nh, cl, nc); }
+    else { w.p = out->p; w.cap = out->cap; hdr_put(&w, 0, &agg, hl, nh, cl, nc, fz, nf); }
   }
   cp_sumstore *st = NULL;
   if (sum) {
@@ -548,8 +615,11 @@ int cp_pset_merge(cp_pbuf *in, size_t k, uint32_t *const *maps, cp_pbuf *out, si
         d->nranks = cl[i].nranks; d->nnodes = cl[i].nnodes; d->members = cl[i].members; d->events = cl[i].events;
       }
       sum->ncomms = nc;
+      frozen_to_summary(sum, st, fz, nf, &rc);
     }
   }
+  cp_frz_free(fz, nf);
+  free(fz);
 
   /* the paths */
   size_t hn = 0;

@@ -1,8 +1,8 @@
 /*
  * pset.h — packed path sets, the unit of collation: one byte buffer per set
  * of unique call paths (ordered by (hash, path bytes)) with their combined
- * numbers, plus the run counters, hosts and communicators of the ranks it
- * covers.  The same bytes are built from one rank, merged, sent over MPI
+ * numbers, plus the run counters, hosts, communicators and frozen event
+ * masks of the ranks it covers.  The same bytes are built from one rank, merged, sent over MPI
  * (mpi_wrap/tree_collate.c) and read back, so a path that only one input
  * has is forwarded by one memcpy, never decoded; only paths present in
  * several inputs are decoded, combined (merge.h: exact integer sums,
@@ -24,9 +24,10 @@
  *
  * Layout (native byte order: one job runs on one architecture):
  *   header  u64 magic, u64 set_len (header+records; bytes after it are the
- *           caller's trailer), u64 npaths, u32 nhosts, u32 ncomms, cp_agg,
- *           hosts {u64 ranks, u32 len, bytes}, comms {u64 id, members,
- *           events, u32 nranks, nnodes, len, bytes}
+ *           caller's trailer), u64 npaths, u32 nhosts, u32 ncomms,
+ *           u32 nfrozen, cp_agg, hosts {u64 ranks, u32 len, bytes}, comms
+ *           {u64 id, members, events, u32 nranks, nnodes, len, bytes},
+ *           frozen masks (frozen.h: one per reason, ranks as ranges)
  *   record  u64 hash, var rest_len, var plen, path, NUL, var flen, func,
  *           NUL, var leaf_type, 15 var numbers (LEB128 varints)
  * MPI-free.

@@ -91,6 +91,9 @@ static void read_rank(json_t *o, cp_rank_data *r) {
   r->unterminated = u64(o, "unterminated"); r->blacklist_evictions = u64(o, "blacklistEvictions");
   r->unknown_parent = u64(o, "unknownParent"); r->trace_dropped = u64(o, "traceDropped");
   r->bad_calls = u64(o, "badCalls"); r->gpu_sampled_calls = u64(o, "gpuSampledCalls");
+  r->gpu_samples_dropped = u64(o, "gpuSamplesDropped");
+  r->gpu_samples_deferred = u64(o, "gpuSamplesDeferred");
+  snprintf(r->mask_frozen, sizeof r->mask_frozen, "%s", str(o, "maskFrozen"));
   r->memory_bytes = u64(o, "memoryBytes");
   json_t *c = json_object_get(o, "perEventCostNs");
   r->per_event_cost_ns = json_is_number(c) ? json_number_value(c) : 0;

@@ -26,6 +26,8 @@ void cp_run_free(cp_run *run) {
 void cp_summary_free(cp_summary *s) {
   if (!s) return;
   free(s->hosts); free(s->comms);
+  for (size_t i = 0; s->frozen && i < s->nfrozen; i++) free(s->frozen[i].ranges);
+  free(s->frozen);
   cp_sumstore_free(s->owner);           /* paths and strings */
   free(s->coll.bytes_sent); free(s->coll.bytes_recv);
   memset(s, 0, sizeof *s);

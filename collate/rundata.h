@@ -66,9 +66,10 @@ typedef struct cp_rank_data {
   uint32_t event_mask;
   int gpu_sample, trace_on, nccl_version;
   char periods[128];
+  char mask_frozen[96];    /* why the event mask stopped changing, "" if it did not */
   uint64_t events_recorded, events_pxn, unterminated, blacklist_evictions,
            unknown_parent, trace_dropped, bad_calls, gpu_sampled_calls,
-           memory_bytes;
+           gpu_samples_dropped, gpu_samples_deferred, memory_bytes;
   double per_event_cost_ns;
   char *command;           /* "" when unknown */
   size_t ncomms;
@@ -107,7 +108,7 @@ typedef struct cp_agg {
   uint64_t ranks_with_nccl;              /* ranks with at least one communicator */
   uint64_t events_recorded, events_pxn, unterminated, blacklist_evictions,
            unknown_parent, trace_dropped, bad_calls, gpu_sampled_calls,
-           memory_bytes;
+           gpu_samples_dropped, gpu_samples_deferred, memory_bytes;
   uint64_t memory_max_bytes;             /* max over ranks */
   uint64_t overhead_ns;                  /* sum of llround(events x per-event cost) */
   int64_t start_wall_min_ns;             /* earliest start (INT64_MAX if none) */
@@ -121,6 +122,19 @@ typedef struct cp_agg {
 } cp_agg;
 
 typedef struct cp_host_count { const char *name; uint64_t ranks; } cp_host_count;
+
+/* Ranks lo..hi (inclusive). */
+typedef struct cp_rank_range { int32_t lo, hi; } cp_rank_range;
+
+/* One reason the event mask froze, with the ranks that gave it (a rank
+ * gives at most one: the mask freezes once).  Ranges are sorted, disjoint
+ * and not adjacent, so equal sets of ranks print the same. */
+typedef struct cp_frozen {
+  const char *reason;                    /* the rank record's maskFrozen */
+  uint64_t nranks;                       /* ranks in the ranges */
+  size_t nranges;
+  cp_rank_range *ranges;
+} cp_frozen;
 
 /* A communicator as seen from all ranks. */
 typedef struct cp_comm_sum {
@@ -183,6 +197,8 @@ typedef struct cp_summary {
   char outdir[4096];
   size_t nhosts;  cp_host_count *hosts;  /* sorted by name */
   size_t ncomms;  cp_comm_sum *comms;    /* sorted by comm_id */
+  size_t nfrozen; cp_frozen *frozen;     /* one per distinct reason, by lowest rank;
+                                            none when no rank's mask froze */
   size_t npaths;  cp_gpath *paths;       /* by global id */
   uint64_t self_total_ns;                /* sum of self_ns over paths */
   size_t ncollisions;                    /* hashes held by more than one path */

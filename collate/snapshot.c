@@ -21,6 +21,10 @@ int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_ra
   r->unterminated = s->unterminated; r->blacklist_evictions = s->blacklist_evictions;
   r->unknown_parent = s->unknown_parent; r->trace_dropped = s->trace_dropped;
   r->bad_calls = s->bad_calls; r->gpu_sampled_calls = s->gpu_sampled_calls;
+  r->gpu_samples_dropped = s->gpu_samples_dropped;
+  r->gpu_samples_deferred = s->gpu_samples_deferred;
+  /* bounded: the snapshot's array need not end in a NUL */
+  snprintf(r->mask_frozen, sizeof r->mask_frozen, "%.*s", (int)sizeof s->mask_frozen, s->mask_frozen);
   r->memory_bytes = s->memory_bytes;
   /* the rank record carries the cost with one decimal: use what a reader
    * of the file gets, so online and offline overheads agree */

@@ -26,6 +26,24 @@ void cp_json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* "mask_frozen": one {reason, nranks, ranks} per reason, ranks listed one
+ * by one (programs select a rank with a plain membership test). */
+static void mask_frozen(FILE *f, const cp_summary *s) {
+  fprintf(f, "\"mask_frozen\":[");
+  for (size_t i = 0; i < s->nfrozen; i++) {
+    const cp_frozen *z = &s->frozen[i];
+    fprintf(f, "%s{\"reason\":", i ? "," : "");
+    cp_json_str(f, z->reason);
+    fprintf(f, ",\"nranks\":%" PRIu64 ",\"ranks\":[", z->nranks);
+    int first = 1;
+    for (size_t j = 0; j < z->nranges; j++)
+      for (int64_t r = z->ranges[j].lo; r <= z->ranges[j].hi; r++, first = 0)
+        fprintf(f, "%s%" PRId64, first ? "" : ",", r);
+    fprintf(f, "]}");
+  }
+  fprintf(f, "],\n");
+}
+
 /* doubles: finite, fixed precision, same text online and offline */
 static void num(FILE *f, double v) {
   if (v != v || v > 1e300 || v < -1e300) v = 0;
@@ -58,10 +76,13 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
              ",\"overhead_ns\":%" PRIu64 ",\"memory_bytes\":%" PRIu64 ",\"memory_max_bytes\":%" PRIu64
              ",\n\"unterminated\":%" PRIu64 ",\"blacklist_evictions\":%" PRIu64 ",\"events_pxn\":%" PRIu64
              ",\"unknown_parent\":%" PRIu64 ",\"trace_dropped\":%" PRIu64 ",\"bad_calls\":%" PRIu64
-             ",\"gpu_sampled_calls\":%" PRIu64 ",\n",
+             ",\"gpu_sampled_calls\":%" PRIu64 ",\"gpu_samples_dropped\":%" PRIu64
+             ",\"gpu_samples_deferred\":%" PRIu64 ",\n",
           a->runtime_max_ns, a->runtime_max_rank, a->events_recorded, a->overhead_ns, a->memory_bytes,
           a->memory_max_bytes, a->unterminated, a->blacklist_evictions, a->events_pxn,
-          a->unknown_parent, a->trace_dropped, a->bad_calls, a->gpu_sampled_calls);
+          a->unknown_parent, a->trace_dropped, a->bad_calls, a->gpu_sampled_calls,
+          a->gpu_samples_dropped, a->gpu_samples_deferred);
+  mask_frozen(f, s);
   fprintf(f, "\"self_total_ns\":%" PRIu64 ",\"hashBits\":%d,\"hashCollisions\":%zu,\n\"collisions\":[",
           s->self_total_ns, s->hash_bits, s->ncollisions);
   int first = 1;

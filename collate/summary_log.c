@@ -6,6 +6,7 @@
  * collation.  Columns are described in man/collprof.7.
  */
 #include "report.h"
+#include "frozen.h"
 #include "reduce.h"
 #include "collprof.h"
 #include <errno.h>
@@ -44,6 +45,24 @@ static void type_func(char *b, size_t n, const cp_gpath *p) {
   if (!*t) t = "?";
   if (p->leaf_func && *p->leaf_func) snprintf(b, n, "%s:%s", t, p->leaf_func);
   else snprintf(b, n, "%s", t);
+}
+
+/* What a freeze costs the profile, from the reason's "KernelCh on|off". */
+static const char *freeze_hint(const char *reason) {
+  int off = strstr(reason, "KernelCh off") != NULL;
+  int graph = strstr(reason, "graph") != NULL;
+  if (off && graph)
+    return "no GPU samples after it; graph replays captured without KernelCh send no events; see README";
+  if (off) return "no GPU samples after it; see README";
+  if (strstr(reason, "KernelCh on")) return "KernelCh on for every call after it; see README";
+  return "see README";
+}
+
+static void frozen_line(FILE *f, const cp_frozen *z) {
+  char ranks[200];
+  cp_rank_ranges_text(ranks, sizeof ranks, z->ranges, z->nranges);
+  fprintf(f, "  Event mask frozen on %s %s: %s (%s)\n", z->nranks == 1 ? "rank" : "ranks", ranks,
+          z->reason, freeze_hint(z->reason));
 }
 
 typedef struct { char key[160]; uint64_t paths, calls, total, self; } tf_row;
@@ -148,6 +167,11 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   fprintf(f, "  Trace records dropped:        %" PRIu64 "\n", s->agg.trace_dropped);
   fprintf(f, "  Bad calls:                    %" PRIu64 "\n", s->agg.bad_calls);
   fprintf(f, "  GPU-sampled API calls:        %" PRIu64 "\n", s->agg.gpu_sampled_calls);
+  fprintf(f, "  GPU samples dropped:          %" PRIu64 " (KernelCh spans NCCL may have overwritten)\n",
+          s->agg.gpu_samples_dropped);
+  fprintf(f, "  GPU samples deferred:         %" PRIu64 " (an earlier sample's KernelCh was still due)\n",
+          s->agg.gpu_samples_deferred);
+  for (size_t i = 0; i < s->nfrozen; i++) frozen_line(f, &s->frozen[i]);
   fprintf(f, "  Global paths:                 %zu\n", s->npaths);
   fprintf(f, "  Hash collisions:              %zu\n", s->ncollisions);
   for (size_t i = 0; i < s->npaths; i++)

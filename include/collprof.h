@@ -84,6 +84,13 @@ typedef struct collprof_snapshot {
   uint64_t trace_dropped;          /* trace records lost to a full buffer */
   uint64_t bad_calls;              /* NULL/foreign handles, double stops, ... */
   uint64_t gpu_sampled_calls;      /* API calls that ran with KernelCh on */
+  uint64_t gpu_samples_dropped;    /* KernelCh GPU spans discarded as untrustworthy:
+                                      NCCL's per-channel timestamp slot may have
+                                      been rewritten before its proxy read it */
+  uint64_t gpu_samples_deferred;   /* sampled calls postponed because an earlier
+                                      sample's KernelCh events were still due */
+  char mask_frozen[96];            /* why the mask stopped changing, "" if it did not
+                                      (e.g. "CUDA graph capture seen, KernelCh off") */
   uint64_t memory_bytes;           /* pools, path table, trace buffers */
   double per_event_cost_ns;        /* measured by the plugin on itself at start-up */
   /* tables */

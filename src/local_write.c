@@ -134,17 +134,22 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             s->event_mask, s->gpu_sample,
             s->trace_on && !cp_trace_failed() ? "true" : "false", s->nccl_version);
   sb_str(b, s->periods);
+  /* the snapshot's copy, so the MPI layer (which collates from a
+   * snapshot) and readers of this file see the same text */
+  char frozen[sizeof s->mask_frozen + 1];
+  snprintf(frozen, sizeof frozen, "%.*s", (int)sizeof s->mask_frozen, s->mask_frozen);
   sb_printf(b, ",\"maskFrozen\":");
-  sb_str(b, cp_mask_frozen_text());
+  sb_str(b, frozen);
   sb_printf(b,
             ",\"eventsRecorded\":%llu,\"eventsPxn\":%llu,\"unterminated\":%llu,"
             "\"blacklistEvictions\":%llu,\"unknownParent\":%llu,\"traceDropped\":%llu,"
-            "\"badCalls\":%llu,\"gpuSampledCalls\":%llu,\"memoryBytes\":%llu,"
-            "\"perEventCostNs\":%.1f,\"command\":",
+            "\"badCalls\":%llu,\"gpuSampledCalls\":%llu,\"gpuSamplesDropped\":%llu,"
+            "\"gpuSamplesDeferred\":%llu,\"memoryBytes\":%llu,\"perEventCostNs\":%.1f,\"command\":",
             (unsigned long long)s->events_recorded, (unsigned long long)s->events_pxn,
             (unsigned long long)s->unterminated, (unsigned long long)s->blacklist_evictions,
             (unsigned long long)s->unknown_parent, (unsigned long long)dropped,
             (unsigned long long)s->bad_calls, (unsigned long long)s->gpu_sampled_calls,
+            (unsigned long long)s->gpu_samples_dropped, (unsigned long long)s->gpu_samples_deferred,
             (unsigned long long)s->memory_bytes,
             s->per_event_cost_ns >= 0 && s->per_event_cost_ns < 1e15 ? s->per_event_cost_ns : 0.0);
   sb_str(b, cp_meta_command());

@@ -28,6 +28,23 @@
  *   API call).  Sampled calls are counted from the caller's `sampled` flag.
  *   With several threads issuing calls, "the next call" is whichever reads
  *   the mask next; the rate stays 1/N overall.
+ *   - One sample in flight: a sampled call is published (KernelCh on) only
+ *     once every KernelCh event of the previous sampled calls has stopped;
+ *     until then it is deferred (counted once) and goes to the first call
+ *     after.  Why: the kernel writes each channel's start and stop
+ *     timestamps into one of 64 slots (by the channel's work counter, which
+ *     counts every work item) and NCCL's proxy thread reads them late, often
+ *     milliseconds late and in bursts (seen on H200: up to 250 ms behind with
+ *     KernelCh on every call).  A later KernelCh-on item that lands in the
+ *     same slot first overwrites it, and NCCL hands the plugin the other
+ *     item's times: spans that are negative or milliseconds long.  With one
+ *     sampled call in flight no other item writes a slot.  Expected events
+ *     come from the plugin (cp_mask_kc_expect at a sampled Coll/P2p: its
+ *     nChannels; cp_mask_kc_done at each of their KernelCh stops); if none
+ *     stops for 100 ms the expectation is dropped (a new epoch, counted), so
+ *     a lost event cannot stop sampling.  N = 1 has every call sampled and no
+ *     such guard: plugin.c then discards spans whose slot may have been
+ *     reused (gpuSamplesDropped).
  *
  * Profiling periods (COLLPROF_PERIODS=delay:duration[:repeat], seconds,
  * fractions allowed; as ROCm Systems Profiler's trace periods): the clock
@@ -48,6 +65,8 @@
 #include "config.h"
 #include "nccl_profiler_abi.h"
 #include "tls.h"
+#include "clock.h"
+#include "affinity.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -77,6 +96,17 @@ static int g_v4;                      /* the v4 API: no GroupApi events */
 static int g_switching;               /* N >= 2 or periods: the mask may change */
 static _Atomic uint64_t g_forced[FORCE_CAP / 64]; /* paths that forced */
 static atomic_uint_fast64_t g_forced_total;
+
+/* One sample in flight (header): KernelCh events still due, and the epoch
+ * that a reset after GATE_STALL_NS without progress starts anew. */
+static atomic_long g_kc_due;
+static atomic_uint g_kc_epoch = 1;
+static _Atomic uint64_t g_kc_progress;  /* KernelCh stops seen (any epoch) */
+static atomic_int g_deferred;           /* a wanted sample waits for g_kc_due == 0 */
+static atomic_int g_gated;              /* published KernelCh off because of that */
+static _Atomic uint64_t g_deferred_total, g_gate_resets;
+static uint64_t g_gate_since, g_gate_mark; /* outermost group stop only: one thread */
+#define GATE_STALL_NS 100000000ull        /* 100 ms without a KernelCh stop */
 
 /* periods */
 static int g_have_periods;
@@ -128,7 +158,8 @@ static uint32_t effective(void) {
   if (!atomic_load(&g_in_window)) return 0;
   if (g_off) return 0;                /* user asked for nothing */
   int kc = atomic_load_explicit(&g_next_kc, memory_order_relaxed) &&
-           !atomic_load_explicit(&g_kc_wait, memory_order_relaxed);
+           !atomic_load_explicit(&g_kc_wait, memory_order_relaxed) &&
+           !atomic_load_explicit(&g_gated, memory_order_relaxed);
   return g_base | (kc ? KC : 0);
 }
 
@@ -335,12 +366,66 @@ HIDDEN void cp_mask_on_group_start(int tid) {
   if (first != tid) freeze("NCCL calls from a second thread", "while another thread is inside a group");
 }
 
+/* At the outermost group stop, before publishing: hold a wanted sample
+ * back while an earlier one's KernelCh events are due (header), unless
+ * none has stopped for GATE_STALL_NS (a lost expectation: start afresh). */
+static void gate(void) {
+  if (g_n < 2) return;
+  int want = atomic_load_explicit(&g_next_kc, memory_order_relaxed) ||
+             atomic_load_explicit(&g_deferred, memory_order_relaxed);
+  int hold = 0;
+  if (want && atomic_load_explicit(&g_kc_due, memory_order_acquire) > 0) {
+    uint64_t now = cp_clock_now(), done = atomic_load_explicit(&g_kc_progress, memory_order_relaxed);
+    if (!atomic_load_explicit(&g_gated, memory_order_relaxed) || done != g_gate_mark) {
+      g_gate_since = now;              /* gating starts, or KernelCh events still come */
+      g_gate_mark = done;
+      hold = 1;
+    } else if (now - g_gate_since < GATE_STALL_NS) {
+      hold = 1;
+    } else {
+      atomic_fetch_add_explicit(&g_kc_epoch, 1, memory_order_relaxed);   /* late stops no longer count */
+      atomic_store_explicit(&g_kc_due, 0, memory_order_release);
+      atomic_fetch_add_explicit(&g_gate_resets, 1, memory_order_relaxed);
+    }
+  }
+  if (hold) {
+    if (!atomic_exchange_explicit(&g_deferred, 1, memory_order_relaxed)) {
+      atomic_fetch_add_explicit(&g_deferred_total, 1, memory_order_relaxed);
+      cp_affinity_gpu_lag();
+    }
+  } else if (want && atomic_load_explicit(&g_deferred, memory_order_relaxed)) {
+    atomic_store_explicit(&g_next_kc, 1, memory_order_relaxed);   /* the deferred sample: next call */
+    atomic_store_explicit(&g_deferred, 0, memory_order_relaxed);
+  }
+  if (atomic_load_explicit(&g_gated, memory_order_relaxed) != hold)
+    atomic_store_explicit(&g_gated, hold, memory_order_relaxed);
+}
+
 HIDDEN void cp_mask_on_group_stop(void) {
   if (!g_switching) return;
   if (atomic_fetch_sub_explicit(&g_open_groups, 1, memory_order_seq_cst) != 1) return;
   if (atomic_load_explicit(&g_kc_wait, memory_order_relaxed)) atomic_store(&g_kc_wait, 0);
+  gate();
   publish();   /* no group open: the one point where KernelCh may change */
 }
+
+HIDDEN uint32_t cp_mask_kc_expect(uint32_t n) {
+  if (g_n < 2 || n == 0) return 0;
+  atomic_fetch_add_explicit(&g_kc_due, (long)n, memory_order_relaxed);
+  return atomic_load_explicit(&g_kc_epoch, memory_order_relaxed);
+}
+
+HIDDEN void cp_mask_kc_done(uint32_t epoch) {
+  if (epoch == 0) return;
+  atomic_fetch_add_explicit(&g_kc_progress, 1, memory_order_relaxed);
+  if (epoch == atomic_load_explicit(&g_kc_epoch, memory_order_relaxed))
+    atomic_fetch_sub_explicit(&g_kc_due, 1, memory_order_release);
+}
+
+HIDDEN uint64_t cp_mask_samples_deferred(void) {
+  return atomic_load_explicit(&g_deferred_total, memory_order_relaxed);
+}
+HIDDEN uint64_t cp_mask_gate_resets(void) { return atomic_load_explicit(&g_gate_resets, memory_order_relaxed); }
 
 HIDDEN void cp_mask_on_graph_capture(void) {
   freeze("CUDA graph capture seen", "between a graph's capture and its replays");

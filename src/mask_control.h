@@ -57,6 +57,17 @@ int cp_mask_frozen(void);
  * callback runs for them), so their calls are not counted. */
 const char *cp_mask_frozen_text(void);
 
+/* One sample in flight (mask_control.c header).  A Coll/P2p of a sampled
+ * call expects n KernelCh events (its nChannels): returns the epoch to pass
+ * to cp_mask_kc_done at each of their stops, 0 when N < 2 (nothing gated,
+ * nothing to report). */
+uint32_t cp_mask_kc_expect(uint32_t n);
+void cp_mask_kc_done(uint32_t epoch);
+/* Sampled calls postponed while an earlier sample's KernelCh were due, and
+ * expectations dropped after 100 ms without a KernelCh stop. */
+uint64_t cp_mask_samples_deferred(void);
+uint64_t cp_mask_gate_resets(void);
+
 /* Whether the mask currently has KernelCh. */
 int cp_mask_kernelch_on(void);
 

@@ -42,6 +42,7 @@
 #include "collprof.h"
 #pragma GCC visibility push(hidden)
 #include "plugin.h"
+#include "affinity.h"
 #include "capture.h"
 #include "clock.h"
 #include "config.h"
@@ -155,6 +156,7 @@ static void first_init(void) {
   if (getver && getver(&v) == 0) atomic_store(&g.nccl_version, v);
   g.event_cost = cp_selfcost_measure();   /* trace still off here */
   cp_capture_init();
+  cp_affinity_probe();
   if (cfg->trace_on) cp_trace_start();
   atomic_store(&g.trace_on, cfg->trace_on ? 1 : 0);
 }
@@ -185,6 +187,7 @@ typedef struct plink {
   uint32_t slot, gen;
   int32_t origin_pid;
   int linked;
+  uint32_t kc_epoch;     /* KernelCh that took a hold: its expectation's epoch */
 } plink;
 
 static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l, int kch) {
@@ -192,7 +195,8 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
   if (!ps || ps->gen == 0 || (ps->gen & 0xFFu) != pf->gen || ps->path != pf->path) return;
   /* A KernelCh takes over one of the references its Coll/P2p holds for it
    * (pool.h); one beyond them, or of an unsampled call, takes its own. */
-  if (!(kch && cp_pool_hold_take(ps))) cp_pool_ref(pp, ps, pf->slot);
+  if (kch && cp_pool_hold_take(ps)) l->kc_epoch = ps->kc_epoch;
+  else cp_pool_ref(pp, ps, pf->slot);
   l->slot = pf->slot;
   l->gen = ps->gen;
   l->origin_pid = ps->origin_pid;
@@ -388,7 +392,7 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
 
   /* A parent in another pool is linked under its own lock first (locks are
    * never nested). */
-  plink pl = {0, 0, 0, 0};
+  plink pl = {0, 0, 0, 0, 0};
   if (pdec && ppool != pool) {
     cp_pool_lock(ppool);
     link_parent(ppool, &pf, &pl, type == ncclProfileKernelCh);
@@ -431,8 +435,15 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
     s->parent_gen = pl.gen;
   }
   if (pxn) s->origin_pid = type == ncclProfileProxyOp ? d->proxyOp.pid : pl.origin_pid;
-  if (hold) cp_pool_hold(pool, s, idx, hold);
+  if (kc_call) {
+    s->kc_seq = ++pool->kc_ops;
+    cp_pool_hold(pool, s, idx, hold);
+    /* KernelCh events due (one sample in flight): only those that will
+     * find the hold report back at their stop. */
+    if (s->hold) s->kc_epoch = cp_mask_kc_expect(s->hold);
+  }
   if (type == ncclProfileKernelCh) {
+    s->kc_epoch = pl.kc_epoch;
     s->gpu_start = d->kernelCh.pTimer;
     if (!pxn && !scratch) {
       int64_t off = (int64_t)(d->kernelCh.pTimer - now);
@@ -466,14 +477,32 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
   return NCCL_OK;
 }
 
+/* NCCL keeps 64 timestamp slots per channel, indexed by the channel's
+ * work counter; the proxy reads a KernelCh's slot late.  Once more than
+ * this many later KernelCh-on Coll/P2p started on the communicator, one of
+ * them may have rewritten the slot (a Coll is one work item per channel, a
+ * P2p at most one: half of 64 leaves room for two per call), and the times
+ * NCCL hands over may be another item's.  mask_control.c keeps this from
+ * happening for N >= 2; with N = 1 it does, whenever the proxy falls
+ * behind. */
+#define CP_KC_SLOT_TRUST 32u
+
 /* What a stopping child gives its parent's slot: child time while the
- * parent is live, its GPU span (KernelCh) while the generation matches. */
-static inline void parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen, int took_ref, uint64_t dur,
-                                 int kch, uint64_t gs, uint64_t ge) {
+ * parent is live, its GPU span (KernelCh) while the generation matches.
+ * Returns 0 when the KernelCh span failed the slot check (not to be used
+ * for the KernelCh's own path either). */
+static inline int parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen, int took_ref, uint64_t dur,
+                                int kch, uint64_t gs, uint64_t ge) {
   cp_slot *ps = cp_pool_slot(pp, pslot);
-  if (!ps || ps->gen != pgen) return;
+  if (!ps || ps->gen != pgen) return 1;
   if (took_ref) cp_pool_unref(pp, ps, pslot);
   if (ps->live) ps->child_ns += dur;
+  if (kch && ps->kc_seq && pp->kc_ops - ps->kc_seq >= CP_KC_SLOT_TRUST) {
+    if (!ps->span_bad) cp_affinity_gpu_lag();
+    ps->span_bad = 1;
+    if (ps->span_n == 0) ps->span_n = 1;   /* flushed as one dropped sample */
+    return 0;
+  }
   if (kch && (ps->type & (ncclProfileColl | ncclProfileP2p)) && !pp->scratch) {
     if (ps->span_n == 0) {
       ps->span_min = gs;
@@ -485,18 +514,21 @@ static inline void parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen, int
     }
     ps->span_n++;
   }
+  return 1;
 }
 
 /* A parent in another pool, under its own lock (after ours was released). */
-__attribute__((noinline)) static void parent_update_other(cp_thr *t, uint32_t pcomm, uint32_t pslot, uint32_t pgen,
-                                                          int took_ref, uint64_t dur, int kch, uint64_t gs,
-                                                          uint64_t ge) {
+__attribute__((noinline)) static int parent_update_other(cp_thr *t, uint32_t pcomm, uint32_t pslot, uint32_t pgen,
+                                                         int took_ref, uint64_t dur, int kch, uint64_t gs,
+                                                         uint64_t ge) {
   cp_pool *pp = pool_lookup(t, pcomm);
+  int ok = 1;
   if (pp) {
     cp_pool_lock(pp);
-    parent_update(pp, pslot, pgen, took_ref, dur, kch, gs, ge);
+    ok = parent_update(pp, pslot, pgen, took_ref, dur, kch, gs, ge);
     cp_pool_unlock(pp);
   }
+  return ok;
 }
 
 /* Trace on: the record goes straight from the slot into this thread's ring
@@ -551,13 +583,16 @@ ncclResult_t cp_core_stop(void *eHandle) {
   const uint64_t bytes = s->bytes;
   const int kch = type == ncclProfileKernelCh && s->has_gpu_stop && s->gpu_stop >= s->gpu_start;
   const uint64_t gs = s->gpu_start, ge = s->gpu_stop;
+  int kch_ok = 1;
   const int plinked = s->parent_linked, took_ref = s->took_ref;
   const uint32_t pcomm = s->parent_comm, pslot = s->parent_slot, pgen = s->parent_gen;
-  if (plinked && pcomm == f.comm) parent_update(pool, pslot, pgen, took_ref, dur, kch, gs, ge);
+  const uint32_t kc_epoch = type == ncclProfileKernelCh ? s->kc_epoch : 0;
+  if (plinked && pcomm == f.comm) kch_ok = parent_update(pool, pslot, pgen, took_ref, dur, kch, gs, ge);
   if (trace) stop_record(t, s, now);
   cp_pool_release(pool, s, f.slot);
   cp_pool_unlock(pool);
-  if (UNLIKELY(plinked && pcomm != f.comm)) parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge);
+  if (UNLIKELY(plinked && pcomm != f.comm)) kch_ok = parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge);
+  if (UNLIKELY(kc_epoch)) cp_mask_kc_done(kc_epoch);
   if (UNLIKELY(pool->scratch)) {
     static __thread cp_prof_ent sink;   /* same work, nothing recorded */
     cp_prof_ent *e = &sink;
@@ -567,7 +602,7 @@ ncclResult_t cp_core_stop(void *eHandle) {
   }
   if (LIKELY(path != CP_PATH_NONE)) {
     cp_profile_stop_t(t, path, dur, self, bytes);
-    if (UNLIKELY(kch)) cp_profile_gpu_t(t, path, ge - gs);
+    if (UNLIKELY(kch) && kch_ok) cp_profile_gpu_t(t, path, ge - gs);
   }
   if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
   if (type == ncclProfileGroupApi) cp_mask_on_group_stop();   /* may switch KernelCh */

@@ -75,7 +75,12 @@ typedef struct cp_slot {
   uint32_t span_n;       /* children in the span not yet accounted */
   uint64_t gpu_start, gpu_stop;   /* KernelCh: pTimer at start / state 22 */
   uint64_t span_min, span_max;    /* Coll/P2p: GPU span of KernelCh children */
-  uint64_t pad[2];       /* rec on lines 3-4: a slot is 4 whole cache lines */
+  uint64_t kc_seq;       /* Coll/P2p of a KernelCh-on call: p->kc_ops after its start */
+  uint32_t kc_epoch;     /* Coll/P2p: epoch of its KernelCh expectation (mask_control.h);
+                            KernelCh: that of the hold it took; 0 = none */
+  uint8_t span_bad;      /* Coll/P2p: a KernelCh span may come from a reused NCCL
+                            timestamp slot: the GPU sample is dropped */
+  uint8_t pad3[3];       /* rec on lines 3-4: a slot is 4 whole cache lines */
   cp_rec rec;            /* trace record, filled at start when the trace is on */
   char pad2[256 - 128 - sizeof(cp_rec)];
 } cp_slot;
@@ -109,6 +114,7 @@ typedef struct cp_pool {
   /* per communicator: GPU %globaltimer minus host clock, min over KernelCh */
   int64_t gpu_off;
   int gpu_off_valid;
+  uint64_t kc_ops;       /* Coll/P2p of KernelCh-on calls started (slot-reuse check) */
   uint64_t events;
   uint64_t memory;
   /* events still live when the chunks were released: per path */
@@ -176,7 +182,8 @@ static inline int cp_pool_hold_take(cp_slot *s) {
   s->hold--;                       /* refcnt already counts it */
   return 1;
 }
-/* Account a slot's pending GPU span into its path (profile) and clear it. */
+/* Account a slot's pending GPU span into its path (profile) and clear it;
+ * a span marked bad is counted as dropped instead. */
 void cp_pool_flush_span(cp_slot *s);
 
 static inline cp_slot *cp_pool_chunk_slot(const cp_pool *p, uint32_t idx) {
@@ -197,6 +204,9 @@ static inline void cp_pool_reset_slot(cp_slot *s) {
   s->child_ns = s->bytes = 0;
   s->origin_pid = 0;
   s->hold = 0;
+  s->kc_seq = 0;
+  s->kc_epoch = 0;
+  s->span_bad = 0;
 }
 
 /* The usual case inlined: the slot at the round-robin cursor is free. */

@@ -148,6 +148,9 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   out->trace_dropped = cp_trace_dropped();
   out->bad_calls = cp_core_bad_calls();
   out->gpu_sampled_calls = cp_mask_sampled_calls();
+  out->gpu_samples_deferred = cp_mask_samples_deferred();
+  for (cp_thr *t = cp_thr_all(); t; t = t->next) out->gpu_samples_dropped += cp_ld(&t->gpu_dropped);
+  snprintf(out->mask_frozen, sizeof out->mask_frozen, "%s", cp_mask_frozen_text());
   out->memory_bytes = memory + cp_trace_memory_bytes();
   return 0;
 }

@@ -49,6 +49,8 @@ typedef struct cp_thr {
    * over threads for the summary; per thread so that the hook of every API
    * call writes no shared cache line) */
   uint64_t api_calls, api_sampled;
+  /* Coll/P2p GPU spans dropped by the slot-reuse check (plugin.c) */
+  uint64_t gpu_dropped;
   cp_prof_ent *prof[CP_PROF_NCHUNK];
   cp_pcache_ent pcache[CP_PCACHE];
   cp_scache_ent scache[CP_SCACHE];

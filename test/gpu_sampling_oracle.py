@@ -16,6 +16,16 @@ forced samples so far are < 64 or < (k+1)/N.  A path has a GPU sample once a
 KernelCh of one of its calls arrived (at the KernelCh start, or with the
 third argument "stop", at its stop).
 
+The decision reaches NCCL only at the stop of the outermost GroupApi, and
+for N >= 2 only one sample is in flight: a Coll/P2p of a sampled call makes
+nChannels KernelCh events due; each KernelCh that starts while its parent
+still has some of them due pays one back at its stop; while any are due, a
+call that should be sampled is deferred, and the first outermost group stop
+with none due turns KernelCh on for the next call instead.  A Coll/P2p's
+sample does not count (nor mark its path) once 32 or more Coll/P2p of
+KernelCh-on calls started on the communicator after it, by the stop of one
+of its KernelCh (NCCL's 64 timestamp slots may have been reused).
+
 Prints JSON: {"sampled_calls": .., "paths": {coll/p2p path: calls that got
 KernelCh}}.
 """
@@ -45,8 +55,19 @@ def periodic(k, n):
 def main():
     cap, n = sys.argv[1], int(sys.argv[2])
     mark_at = sys.argv[3] if len(sys.argv) > 3 else "start"
-    kc_on = n >= 1            # KernelCh bit of the mask NCCL will read next
+    next_kc = n >= 1          # decided in the hook of the last call
+    published = n >= 1        # KernelCh bit of the mask NCCL reads next
+    deferred = False
     group_kc = False
+    open_groups = 0
+    group_handles = set()
+    due = 0                   # KernelCh events due (one sample in flight)
+    due_left = {}             # Coll/P2p handle -> KernelCh still due to it
+    kc_pays = set()           # KernelCh handles that pay one back at stop
+    kc_ops = {}               # ctx -> Coll/P2p of KernelCh-on calls started
+    op_seq = {}               # Coll/P2p handle -> kc_ops of its ctx after it
+    op_ctx = {}
+    bad = set()               # Coll/P2p handles whose sample is dropped
     k = 0
     sampled_calls = 0
     forced = set()
@@ -63,7 +84,10 @@ def main():
         if cb == "start":
             t = r["type"]
             if t == 256:
-                group_kc = kc_on
+                if open_groups == 0:
+                    group_kc = published
+                open_groups += 1
+                group_handles.add(r["h"])
             elif t in (512, 1024):
                 p = ("GroupApi/CollApi:" if t == 512 else "GroupApi/P2pApi:") + r["func"]
                 api_path[r["h"]] = p
@@ -77,24 +101,62 @@ def main():
                         forced.add(p)
                         nforced += 1
                         nxt = True
-                    kc_on = nxt
+                    next_kc = nxt
                 k += 1
             elif t in (2, 4):
                 ap = api_path.get(r["parent"])
                 if ap is None:
                     continue
                 op = ap + ("/Coll:" if t == 2 else "/P2p:") + r["func"]
-                op_path[r["h"]] = (op, ap, api_sampled[r["parent"]])
+                sampled = api_sampled[r["parent"]]
+                op_path[r["h"]] = (op, ap, sampled)
+                bad.discard(r["h"])
+                if sampled:
+                    ctx = r.get("ctx")
+                    kc_ops[ctx] = kc_ops.get(ctx, 0) + 1
+                    op_seq[r["h"]], op_ctx[r["h"]] = kc_ops[ctx], ctx
+                    ch = max(1, int(r.get("nChannels", 1)))
+                    due_left[r["h"]] = ch
+                    if n >= 2:
+                        due += ch
             elif t == 64:
                 o = op_path.get(r["parent"])
                 if o is None or not o[2]:
                     continue          # not emitted: that call's mask had no KernelCh
                 kc_parent[r["h"]] = r["parent"]
-                got.setdefault(o[0], set()).add(r["parent"])
+                if due_left.get(r["parent"], 0) > 0:
+                    due_left[r["parent"]] -= 1
+                    if n >= 2:
+                        kc_pays.add(r["h"])
                 if mark_at == "start":
+                    got.setdefault(o[0], set()).add(r["parent"])
                     seen.add(o[1])
-        elif cb == "stop" and mark_at == "stop" and r["h"] in kc_parent:
-            seen.add(op_path[kc_parent[r["h"]]][1])
+        elif cb == "stop" and r["h"] in group_handles:
+            group_handles.discard(r["h"])
+            open_groups -= 1
+            if open_groups == 0 and n >= 2:
+                want = next_kc or deferred
+                if want and due > 0:
+                    deferred = True
+                    published = False
+                else:
+                    if want and deferred:
+                        next_kc, deferred = True, False
+                    published = next_kc
+        elif cb == "stop" and r["h"] in kc_parent:
+            h = r["h"]
+            par = kc_parent.pop(h)
+            if h in kc_pays:
+                kc_pays.discard(h)
+                due -= 1
+            if par in op_seq and kc_ops[op_ctx[par]] - op_seq[par] >= 32:
+                bad.add(par)
+            if mark_at == "stop" and par not in bad:
+                got.setdefault(op_path[par][0], set()).add(par)
+                seen.add(op_path[par][1])
+    for p in got:
+        got[p] = {h for h in got[p] if h not in bad}
+    got = {p: v for p, v in got.items() if v}
     print(json.dumps({"sampled_calls": sampled_calls,
                       "paths": {p: len(v) for p, v in sorted(got.items())}}, sort_keys=True))
 

@@ -13,6 +13,10 @@
 #     communicators per process (ar4_threads), forced hash collisions
 #   - Fortran (use mpi, use mpi_f08), MPI_Init_thread's provided
 #   - a run without MPI_Finalize, collated offline; offline = online
+#   - run counters (GPU samples taken, dropped, deferred, ...) = sums of the
+#     rank records; frozen event masks (CUDA graph capture, second thread)
+#     listed per reason with exactly the ranks whose rank record says so,
+#     online and offline; a run without capture lists none
 . "$(dirname "$0")/tap.sh"
 
 [ -n "${SAN:-}" ] && skip_all "mpirun with a preloaded library is not run under sanitizers"
@@ -59,6 +63,14 @@ check_run() {
   ok "$name: every rank-file line parses" "${CHK[@]}" lines "$T/$name"
   ok "$name: rounds = ceil(log2 $np), receive <= 3x global set" "${CHK[@]}" collation "$T/$name" "$np"
   ok "$name: min/max/avg/imbalance = rank files" "${CHK[@]}" reduce "$T/$name"
+  ok "$name: run counters and frozen masks = rank records" "${CHK[@]}" counters "$T/$name"
+}
+
+# frozen NAME: "rank:maskFrozen" per rank record, in rank order
+frozen() {
+  python3 -c 'import json,glob,sys
+recs = [json.loads(l) for f in glob.glob(sys.argv[1] + "/*.jsonl") for l in open(f) if l.startswith("{\"recordType\":\"rank\"")]
+print(" ".join("%d:%s" % (r["rank"], r["maskFrozen"].split(",")[0]) for r in sorted(recs, key=lambda r: r["rank"])))' "$T/$1"
 }
 
 # ---- 1, 2, 4, 8 ranks ----
@@ -70,6 +82,11 @@ for np in 1 2 4 8; do
   check_run "np$np" $np "${AG[@]}"
 done
 ok "np2: rank0.log and rank1.log written" test -s "$T/np2/rank0.log" -a -s "$T/np2/rank1.log"
+# without a graph capture or a second thread the mask never freezes
+is "$(frozen np4)" "0: 1: 2: 3:" "np4: no rank record has maskFrozen"
+is "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mask_frozen"])' "$T/np4/summary.json")" "[]" \
+   "np4: summary.json mask_frozen is empty"
+ok "np4: summary.log has no frozen-mask line" bash -c "! grep -q 'Event mask frozen' '$T/np4/summary.log'"
 # the one line on rank 0 (quiet off)
 rm -rf "$T/loud"
 COLLPROF_QUIET=0 COLLPROF_OUTPUT_DIR=$T/loud timeout 60 "${MPIRUN[@]}" -np 2 -x COLLPROF_OUTPUT_DIR -x COLLPROF_QUIET=0 \
@@ -94,6 +111,27 @@ mpirun_case collide 2 COLLPROF_HASH_BITS=4 -- "$REPLAY" "${NV[@]}"
 check_run collide 2 "${NV[@]}"
 ok "collide: collisions kept apart and reported" "${CHK[@]}" collisions "$T/collide" 4
 ok "collide: summary.log lists them" grep -q "Hash collisions: *[1-9]" "$T/collide/summary.log"
+
+# ---- frozen event masks: CUDA graph capture on ranks 0, 1 and 4, a second
+# calling thread on rank 2, neither on rank 3 (MPMD; sampling 1 in 16, so
+# the mask would otherwise change) ----
+rm -rf "$T/frozen"
+FX=(-x COLLPROF_OUTPUT_DIR -x COLLPROF_QUIET -x COLLPROF_GPU_SAMPLE=16 -x NCCL_PROFILE_EVENT_MASK -x LD_PRELOAD="$MPILIB")
+COLLPROF_OUTPUT_DIR=$T/frozen timeout 120 "${MPIRUN[@]}" "${FX[@]}" -np 2 "$REPLAY" --synthetic graph --count 300 : \
+  "${FX[@]}" -np 1 "$REPLAY" --synthetic threads --threads 2 --count 300 : \
+  "${FX[@]}" -np 1 "$REPLAY" "$FIX/ar_net/p0.jsonl" : \
+  "${FX[@]}" -np 1 "$REPLAY" --synthetic graph --count 300 >"$T/frozen.out" 2>&1
+is "$?" 0 "frozen: mpirun exits 0"
+is "$(frozen frozen)" \
+   "0:CUDA graph capture seen 1:CUDA graph capture seen 2:NCCL calls from a second thread 3: 4:CUDA graph capture seen" \
+   "frozen: rank records say which ranks froze and why"
+ok "frozen: counters and frozen masks in summary.json/summary.log = rank records" "${CHK[@]}" counters "$T/frozen"
+ok "frozen: summary.log groups ranks 0-1,4 under one reason" grep -q "^  Event mask frozen on ranks 0-1,4: CUDA graph capture seen" "$T/frozen/summary.log"
+mkdir -p "$T/off_frozen"
+cp "$T/frozen"/rank*.jsonl "$T/off_frozen/"
+"$COLLATE" -q "$T/off_frozen" 2>"$T/off_frozen.err"
+ok "frozen: offline summary = online summary (all but run end)" "${CHK[@]}" same "$T/frozen" "$T/off_frozen"
+ok "frozen: offline counters and frozen masks = rank records" "${CHK[@]}" counters "$T/off_frozen"
 
 # ---- MPI programs without NCCL ----
 mpicc -o "$T/init_thread" "$TOP/test/mpi/init_thread.c" 2>"$T/cc.err"
@@ -142,6 +180,18 @@ done
 is "$?" 0 "nofin: collprof-collate exits 0"
 ok "nofin: calls per path = captures" "${CHK[@]}" calls "$T/nofin" 2 $(for f in "$FIX"/ar_grouped/p*.jsonl; do oracle "$f"; done)
 ok "nofin: reductions = rank files" "${CHK[@]}" reduce "$T/nofin"
+ok "nofin: run counters = rank records" "${CHK[@]}" counters "$T/nofin"
+# without MPI: pid files (ranks given by the reader), one graph capture
+rm -rf "$T/nofin_graph"
+for a in "--synthetic graph --count 300" "$FIX/ar_net/p0.jsonl" "--synthetic graph --count 300"; do
+  COLLPROF_GPU_SAMPLE=16 COLLPROF_OUTPUT_DIR=$T/nofin_graph "$REPLAY" --no-mpi --plugin "$LIB/libcollprof.so" $a \
+    >/dev/null 2>>"$T/nofin_graph.err"
+done
+"$COLLATE" -q "$T/nofin_graph" 2>"$T/nofin_graph.collate.err"
+is "$?" 0 "nofin_graph: collprof-collate exits 0"
+ok "nofin_graph: counters and frozen masks = rank records" "${CHK[@]}" counters "$T/nofin_graph"
+is "$(python3 -c 'import json,sys; print(sum(g["nranks"] for g in json.load(open(sys.argv[1]))["mask_frozen"]))' "$T/nofin_graph/summary.json")" \
+   2 "nofin_graph: two processes listed as frozen"
 
 # ---- offline = online, number for number ----
 for name in np4 threads collide; do

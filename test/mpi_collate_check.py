@@ -17,6 +17,11 @@
                     summary.log equal before its Collation section, except
                     the runtime and end-date lines
   runtime DIR1 DIR2 : run-end keys equal too
+  counters DIR    : the run counters of summary.json (and of summary.log's
+                    run summary) are the sums of the rank records' fields;
+                    mask_frozen lists, per reason, exactly the ranks whose
+                    rank record has that maskFrozen, and summary.log has
+                    one "Event mask frozen on ..." line per reason
 Exit 0 when the check holds, else 1 with the reasons on stdout.
 """
 import glob
@@ -142,21 +147,22 @@ def c_collation(d, p):
     return fail(msgs)
 
 
-def ranked_tails(d):
-    """(rank, paths) per file; files without a rank (pid files) get ranks
-    after the highest known one, in the order of the number in their name."""
+def ranked_tails(d, with_record=False):
+    """(rank, paths) per file (with_record: (rank, paths, rank record));
+    files without a rank (pid files) get ranks after the highest known one,
+    in the order of the number in their name."""
     fs = sorted(rank_files(d), key=lambda f: int(re.sub(r"\D", "", os.path.basename(f)) or 0))
     out, top = [], -1
     for f in fs:
         paths, rank = tail(f)
         r = rank["rank"] if rank else -1
         top = max(top, r)
-        out.append([r, paths])
+        out.append([r, paths, rank])
     for o in out:
         if o[0] < 0:
             top += 1
             o[0] = top
-    return out
+    return out if with_record else [o[:2] for o in out]
 
 
 def c_reduce(d):
@@ -235,6 +241,64 @@ def c_same(d1, d2, with_end=False):
     return fail(msgs)
 
 
+# rank record key -> summary.json key (summed over ranks)
+COUNTERS = {"eventsRecorded": "events_recorded", "eventsPxn": "events_pxn",
+            "unterminated": "unterminated", "blacklistEvictions": "blacklist_evictions",
+            "unknownParent": "unknown_parent", "traceDropped": "trace_dropped",
+            "badCalls": "bad_calls", "gpuSampledCalls": "gpu_sampled_calls",
+            "gpuSamplesDropped": "gpu_samples_dropped", "gpuSamplesDeferred": "gpu_samples_deferred"}
+# summary.log run-summary label -> summary.json key
+LOG_COUNTERS = {"Events recorded": "events_recorded", "Bad calls": "bad_calls",
+                "GPU-sampled API calls": "gpu_sampled_calls",
+                "GPU samples dropped": "gpu_samples_dropped",
+                "GPU samples deferred": "gpu_samples_deferred"}
+
+
+def ranges_text(ranks):
+    """[0,1,2,5] -> "0-2,5" """
+    out, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        out.append(str(ranks[i]) if i == j else "%d-%d" % (ranks[i], ranks[j]))
+        i = j + 1
+    return ",".join(out)
+
+
+def c_counters(d):
+    s = load(d)
+    recs = [dict(rec, rank=rank) for rank, _, rec in ranked_tails(d, True) if rec]
+    msgs = []
+    if not recs:
+        msgs.append("no rank records")
+    for rk, sk in COUNTERS.items():
+        want = sum(r.get(rk, 0) for r in recs)
+        if s.get(sk) != want:
+            msgs.append("summary.json %s %s, rank records sum %s" % (sk, s.get(sk), want))
+    frozen = {}
+    for r in recs:
+        if r.get("maskFrozen"):
+            frozen.setdefault(r["maskFrozen"], []).append(r["rank"])
+    want = sorted(({"reason": k, "nranks": len(v), "ranks": sorted(v)} for k, v in frozen.items()),
+                  key=lambda g: (g["ranks"][0], g["reason"]))
+    if s.get("mask_frozen") != want:
+        msgs.append("summary.json mask_frozen %s, rank records %s" % (s.get("mask_frozen"), want))
+    log = open(os.path.join(d, "summary.log")).read()
+    run = log.split("\nRun summary\n", 1)[-1].split("\n\n", 1)[0].splitlines()
+    for label, sk in LOG_COUNTERS.items():
+        got = [l for l in run if l.startswith("  %s:" % label)]
+        m = re.match(r"\s+[^:]+:\s+(\d+)", got[0]) if len(got) == 1 else None
+        if not m or int(m.group(1)) != s.get(sk):
+            msgs.append("summary.log %r: %s, summary.json %s" % (label, got, s.get(sk)))
+    lines = [l for l in run if l.startswith("  Event mask frozen on ")]
+    wl = ["  Event mask frozen on %s %s: %s (" % ("rank" if g["nranks"] == 1 else "ranks",
+                                               ranges_text(g["ranks"]), g["reason"]) for g in want]
+    if len(lines) != len(wl) or any(not l.startswith(w) for l, w in zip(lines, wl)):
+        msgs.append("summary.log frozen lines %s, want %s" % (lines, wl))
+    return fail(msgs)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "calls":
@@ -242,7 +306,7 @@ def main():
     if cmd == "runtime":
         return c_same(args[0], args[1], True)
     return {"ids": c_ids, "lines": c_lines, "collation": c_collation, "reduce": c_reduce,
-            "collisions": c_collisions, "same": c_same}[cmd](*args)
+            "collisions": c_collisions, "same": c_same, "counters": c_counters}[cmd](*args)
 
 
 if __name__ == "__main__":

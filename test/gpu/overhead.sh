@@ -28,6 +28,11 @@ MPILIB=$B/lib/libcollprof-mpi.so
 NOOP=$B/lib/libnccl-profiler-noop.so
 RUN_OUT=${RUN_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/collprof-overhead.XXXXXX")}
 MPIRUN=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
+# Each rank gets more than one core: NCCL's proxy thread (and collprof's
+# trace writer) must not share one with the application, as Open MPI's
+# default --bind-to core for <= 2 ranks would make them (src/affinity.c).
+MPI_BIND=${MPI_BIND---bind-to none}
+MPIRUN="$MPIRUN $MPI_BIND"
 export NCCL_NVLS_ENABLE=0
 for f in "$APP" "$PLUGIN" "$MPILIB" "$NOOP"; do
   [ -e "$f" ] || { echo "overhead.sh: missing $f"; exit 1; }

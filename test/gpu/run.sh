@@ -22,6 +22,11 @@ PLUGIN=$B/lib/libcollprof.so
 MPILIB=$B/lib/libcollprof-mpi.so
 RUN_OUT=${RUN_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/collprof-gpu.XXXXXX")}
 MPIRUN=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
+# Each rank gets more than one core: NCCL's proxy thread (and collprof's
+# trace writer) must not share one with the application, as Open MPI's
+# default --bind-to core for <= 2 ranks would make them (src/affinity.c).
+MPI_BIND=${MPI_BIND---bind-to none}
+MPIRUN="$MPIRUN $MPI_BIND"
 export NCCL_NVLS_ENABLE=0
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 fail=0

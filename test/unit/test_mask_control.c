@@ -445,6 +445,68 @@ static void sc_window_close(void) {
   cp_mask_shutdown();
 }
 
+/* One sample in flight: while a sampled call's KernelCh events are due, a
+ * wanted sample waits (counted once) and goes to the first call after the
+ * last of them stops; an expectation nobody pays back is dropped after
+ * 100 ms, and a late payment of the old epoch no longer counts. */
+static int one_call(uint32_t path) {
+  int s = (MASK() & KC) != 0;          /* NCCL reads the mask */
+  cp_mask_on_group_start(1);
+  cp_mask_on_api_call(path, s);
+  cp_mask_on_group_stop();
+  return s;
+}
+static void sc_in_flight(void) {
+  config(DEFAULT_MASK, 2, "");
+  g_seen[1] = 1;                       /* no forcing: the periodic rule alone */
+  cp_mask_attach(&g_mask);
+  check((MASK() & KC) != 0, "in flight: the first call is sampled");
+  cp_mask_on_group_start(1);
+  cp_mask_on_api_call(1, 1);
+  uint32_t ep = cp_mask_kc_expect(2);  /* its Coll: 2 channels */
+  cp_mask_on_group_stop();
+  check(ep != 0, "in flight: expect returns an epoch (%u)", ep);
+  int any = 0;
+  for (int k = 0; k < 20; k++) any |= one_call(1);
+  check(!any, "in flight: 20 calls while 2 KernelCh are due, none sampled");
+  check(cp_mask_samples_deferred() == 1, "in flight: one deferred sample counted (%llu)",
+        (unsigned long long)cp_mask_samples_deferred());
+  cp_mask_kc_done(ep);
+  check(!one_call(1) && !(MASK() & KC), "in flight: one of 2 stopped, still nothing sampled");
+  cp_mask_kc_done(ep);
+  int s = one_call(1);
+  check(!s && (MASK() & KC), "in flight: after the last stop the next group stop turns KernelCh on");
+  s = (MASK() & KC) != 0;
+  cp_mask_on_group_start(1);
+  cp_mask_on_api_call(1, s);
+  uint32_t ep2 = cp_mask_kc_expect(1); /* its Coll, never paid back */
+  cp_mask_on_group_stop();
+  check(s, "in flight: ...so the deferred sample is the next call");
+  double t0 = now_s();
+  int before = 0, after = 0;
+  while (now_s() - t0 < 0.3) {
+    int x = one_call(1);
+    if (now_s() - t0 < 0.09) before |= x; else after |= x;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  check(!before && after && cp_mask_gate_resets() == 1,
+        "in flight: a lost KernelCh holds sampling back ~100 ms, then the expectation is dropped "
+        "(%d %d %llu)", before, after, (unsigned long long)cp_mask_gate_resets());
+  cp_mask_kc_done(ep2);                /* late, old epoch: ignored */
+  uint32_t ep3 = 0;
+  for (int k = 0; k < 100 && !ep3; k++) {
+    s = (MASK() & KC) != 0;
+    cp_mask_on_group_start(1);
+    cp_mask_on_api_call(1, s);
+    if (s) ep3 = cp_mask_kc_expect(1);
+    cp_mask_on_group_stop();
+  }
+  any = 0;
+  for (int k = 0; k < 20; k++) any |= one_call(1);
+  check(!any && ep3 && ep3 != ep2, "in flight: a late stop of the old epoch does not open the gate");
+}
+
 typedef void (*scenario)(void);
 static int g_arg;
 static void sc_one_path_a(void) { sc_one_path(g_arg); }
@@ -518,6 +580,7 @@ int main(void) {
   run(sc_v4_a, 1);
   run(sc_v4_a, 0);
   run(sc_window_close, 0);
+  run(sc_in_flight, 0);
   printf("1..%d\n", g_n);
   return g_fail != 0;
 }
