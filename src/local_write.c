@@ -144,13 +144,13 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             ",\"eventsRecorded\":%llu,\"eventsPxn\":%llu,\"unterminated\":%llu,"
             "\"blacklistEvictions\":%llu,\"unknownParent\":%llu,\"traceDropped\":%llu,"
             "\"badCalls\":%llu,\"gpuSampledCalls\":%llu,\"gpuSamplesDropped\":%llu,"
-            "\"gpuSamplesDeferred\":%llu,\"memoryBytes\":%llu,\"perEventCostNs\":%.1f,\"command\":",
+            "\"gpuSamplesDeferred\":%llu,\"gpuSampleGateResets\":%llu,\"memoryBytes\":%llu,\"perEventCostNs\":%.1f,\"command\":",
             (unsigned long long)s->events_recorded, (unsigned long long)s->events_pxn,
             (unsigned long long)s->unterminated, (unsigned long long)s->blacklist_evictions,
             (unsigned long long)s->unknown_parent, (unsigned long long)dropped,
             (unsigned long long)s->bad_calls, (unsigned long long)s->gpu_sampled_calls,
             (unsigned long long)s->gpu_samples_dropped, (unsigned long long)s->gpu_samples_deferred,
-            (unsigned long long)s->memory_bytes,
+            (unsigned long long)cp_mask_gate_resets(), (unsigned long long)s->memory_bytes,
             s->per_event_cost_ns >= 0 && s->per_event_cost_ns < 1e15 ? s->per_event_cost_ns : 0.0);
   sb_str(b, cp_meta_command());
   sb_printf(b, ",\"comms\":[");

@@ -105,7 +105,7 @@ static _Atomic uint64_t g_kc_progress;  /* KernelCh stops seen (any epoch) */
 static atomic_int g_deferred;           /* a wanted sample waits for g_kc_due == 0 */
 static atomic_int g_gated;              /* published KernelCh off because of that */
 static _Atomic uint64_t g_deferred_total, g_gate_resets;
-static uint64_t g_gate_since, g_gate_mark; /* outermost group stop only: one thread */
+static _Atomic uint64_t g_gate_since, g_gate_mark; /* outermost group stops (one thread, or frozen) */
 #define GATE_STALL_NS 100000000ull        /* 100 ms without a KernelCh stop */
 
 /* periods */
@@ -370,17 +370,18 @@ HIDDEN void cp_mask_on_group_start(int tid) {
  * back while an earlier one's KernelCh events are due (header), unless
  * none has stopped for GATE_STALL_NS (a lost expectation: start afresh). */
 static void gate(void) {
-  if (g_n < 2) return;
+  if (g_n < 2 || atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
   int want = atomic_load_explicit(&g_next_kc, memory_order_relaxed) ||
              atomic_load_explicit(&g_deferred, memory_order_relaxed);
   int hold = 0;
   if (want && atomic_load_explicit(&g_kc_due, memory_order_acquire) > 0) {
     uint64_t now = cp_clock_now(), done = atomic_load_explicit(&g_kc_progress, memory_order_relaxed);
-    if (!atomic_load_explicit(&g_gated, memory_order_relaxed) || done != g_gate_mark) {
-      g_gate_since = now;              /* gating starts, or KernelCh events still come */
-      g_gate_mark = done;
+    if (!atomic_load_explicit(&g_gated, memory_order_relaxed) ||
+        done != atomic_load_explicit(&g_gate_mark, memory_order_relaxed)) {
+      atomic_store_explicit(&g_gate_since, now, memory_order_relaxed);   /* gating starts, or */
+      atomic_store_explicit(&g_gate_mark, done, memory_order_relaxed);   /* KernelCh still come */
       hold = 1;
-    } else if (now - g_gate_since < GATE_STALL_NS) {
+    } else if (now - atomic_load_explicit(&g_gate_since, memory_order_relaxed) < GATE_STALL_NS) {
       hold = 1;
     } else {
       atomic_fetch_add_explicit(&g_kc_epoch, 1, memory_order_relaxed);   /* late stops no longer count */
