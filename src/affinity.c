@@ -28,8 +28,6 @@ void cp_affinity_probe(void) {
   atomic_store(&g_one_cpu, CPU_COUNT(&set) == 1);
 }
 
-int cp_affinity_one_cpu(void) { return atomic_load_explicit(&g_one_cpu, memory_order_relaxed); }
-
 void cp_affinity_gpu_lag(void) {
   if (!atomic_load_explicit(&g_one_cpu, memory_order_relaxed)) return;
   if (atomic_load_explicit(&g_said, memory_order_relaxed) || atomic_exchange(&g_said, 1)) return;

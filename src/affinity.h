@@ -6,8 +6,6 @@
 
 /* Read the process's CPU affinity (first init only: a system call). */
 void cp_affinity_probe(void);
-/* 1 when the process may run on a single CPU. */
-int cp_affinity_one_cpu(void);
 /* A GPU sample was deferred or dropped: on a single CPU, say once why and
  * what to change (one "collprof:" line); otherwise nothing. */
 void cp_affinity_gpu_lag(void);

@@ -498,7 +498,6 @@ static inline int parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen, int 
   if (took_ref) cp_pool_unref(pp, ps, pslot);
   if (ps->live) ps->child_ns += dur;
   if (kch && ps->kc_seq && pp->kc_ops - ps->kc_seq >= CP_KC_SLOT_TRUST) {
-    if (!ps->span_bad) cp_affinity_gpu_lag();
     ps->span_bad = 1;
     if (ps->span_n == 0) ps->span_n = 1;   /* flushed as one dropped sample */
     return 0;
@@ -593,6 +592,7 @@ ncclResult_t cp_core_stop(void *eHandle) {
   cp_pool_unlock(pool);
   if (UNLIKELY(plinked && pcomm != f.comm)) kch_ok = parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge);
   if (UNLIKELY(kc_epoch)) cp_mask_kc_done(kc_epoch);
+  if (UNLIKELY(!kch_ok)) cp_affinity_gpu_lag();   /* outside the pool lock: may print */
   if (UNLIKELY(pool->scratch)) {
     static __thread cp_prof_ent sink;   /* same work, nothing recorded */
     cp_prof_ent *e = &sink;

@@ -65,40 +65,31 @@ def main():
             unmatched += 1
             continue
         c = lst[1][i]
-        s = span.setdefault(id(c), [d["gpuStart"], d["gpuStop"], c, 0])
+        s = span.setdefault(id(c), [d["gpuStart"], d["gpuStop"], c, 0, 0])
         s[0] = min(s[0], d["gpuStart"])
         s[1] = max(s[1], d["gpuStop"])
         s[3] += 1
+        s[4] = max(s[4], k["stop"]["ts"])    # its latest KernelCh stop (host)
     # The plugin's slot-reuse rule (src/plugin.c, CP_KC_SLOT_TRUST): a Coll's
     # sample does not count once 32 or more Colls of KernelCh-on calls (here:
     # Colls with a KernelCh record) started on its communicator after it,
     # before one of its KernelCh stopped; NCCL's 64 timestamp slots per
     # channel may have been reused by then.
     on_starts = {}
-    for lo, hi, c, nkc in span.values():
-        on_starts.setdefault(c.get("commId"), []).append(c["start"]["ts"])
+    for v in span.values():
+        on_starts.setdefault(v[2].get("commId"), []).append(v[2]["start"]["ts"])
     for v in on_starts.values():
         v.sort()
-    latest_stop = {}
-    for k in kcs:
-        lst = colls.get(k.get("parentObj"))
-        if not lst:
-            continue
-        i = bisect.bisect_right(lst[0], k["start"]["ts"]) - 1
-        if i >= 0:
-            c = lst[1][i]
-            latest_stop[id(c)] = max(latest_stop.get(id(c), 0), k["stop"]["ts"])
     dropped = 0
     for key in list(span):
-        c = span[key][2]
+        c, last_stop = span[key][2], span[key][4]
         st = on_starts.get(c.get("commId"), [])
-        later = bisect.bisect_left(st, latest_stop.get(key, 0)) - bisect.bisect_right(st, c["start"]["ts"])
-        if later >= 32:
+        if bisect.bisect_left(st, last_stop) - bisect.bisect_right(st, c["start"]["ts"]) >= 32:
             dropped += 1
             del span[key]
     groups = {}
     partial = 0
-    for lo, hi, c, nkc in span.values():
+    for lo, hi, c, nkc, _ in span.values():
         d = c.get("details", {})
         if d.get("channels") and nkc != d["channels"]:
             partial += 1     # not one KernelCh per channel: a mixed-up match
