@@ -5,12 +5,18 @@
  *   mpirun -np N collprof-gpu-app [--min 8] [--max 64M] [--factor 2]
  *       [--iters 20] [--warmup 5] [--ops allreduce,allgather,...|all]
  *       [--phases sweep,split,graph|all] [--replays 10] [--gpus-per-proc 1|2]
- *       [--out DIR]
+ *       [--iter-times] [--out DIR]
  *
  * Phases, each on every GPU thread:
  *   sweep  every op of --ops at sizes --min..--max (x --factor), --warmup
  *          untimed calls then --iters calls timed with CUDA events around
- *          the loop (nccl-tests' way); bus bandwidth with nccl-tests' factors
+ *          the loop (nccl-tests' way); bus bandwidth with nccl-tests' factors.
+ *          --iter-times also records a CUDA event after every timed call
+ *          (a pool made before the sweep: nothing allocated in the loop)
+ *          and writes per size the time of each call and the host clocks
+ *          when its timed loop began, to tell one slow call from a uniform
+ *          cost and to place it in time (off by default: the plain timing
+ *          has no event but the two around the loop)
  *   split  ncclCommSplit of the world communicator (2 halves from 4 NCCL
  *          ranks on, else one copy) named "split"; AllReduce, Broadcast and
  *          AllGather on it interleaved with AllReduce on "world"
@@ -37,7 +43,8 @@ static struct {
   int iters, warmup, replays, gpp;
   int ops[NOPS], phase_sweep, phase_split, phase_graph;
   const char *out;
-} opt = {8, 64u << 20, 2, 20, 5, 10, 1, {1, 1, 1, 1, 1, 1}, 1, 1, 1, "."};
+  int iter_times;
+} opt = {8, 64u << 20, 2, 20, 5, 10, 1, {1, 1, 1, 1, 1, 1}, 1, 1, 1, ".", 0};
 
 typedef struct gpu_thr {
   int t, nccl_rank, nccl_n, dev;
@@ -50,6 +57,18 @@ typedef struct gpu_thr {
 static size_t g_size[NOPS][MAXSIZES];
 static double g_us[NOPS][MAXSIZES];
 static int g_nsizes[NOPS];
+/* --iter-times, NCCL rank 0: us of each timed call by CUDA events and us
+ * from the loop's start until the host had issued it ([op][size][iter],
+ * allocated before the sweep); host clocks just before each size's timed
+ * loop: CLOCK_REALTIME ns and CLOCK_MONOTONIC ns (collprof's trace ts) */
+static float *g_iter_us, *g_iter_host_us;
+static long long g_start_real_ns[NOPS][MAXSIZES], g_start_mono_ns[NOPS][MAXSIZES];
+
+static long long clock_ns(clockid_t c) {
+  struct timespec ts;
+  clock_gettime(c, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 static size_t parse_size(const char *s) {
   char *e;
@@ -90,14 +109,42 @@ static void phase_sweep(gpu_thr *g) {
   cudaEvent_t a, b;
   CUDACHECK(cudaEventCreate(&a));
   CUDACHECK(cudaEventCreate(&b));
+  /* --iter-times: one event per timed call, made once and reused by every
+   * size; every rank records them so that all run the same stream work */
+  int nev = opt.iter_times && opt.iters > 0 ? opt.iters : 0;
+  cudaEvent_t *ev = NULL;
+  long long *issued = NULL;      /* CLOCK_MONOTONIC ns when call i was issued */
+  if (nev) {
+    ev = (cudaEvent_t *)calloc((size_t)nev, sizeof *ev);
+    issued = (long long *)calloc((size_t)nev, sizeof *issued);
+    if (!ev || !issued) app_die("calloc", "iteration events");
+    for (int i = 0; i < nev; i++) CUDACHECK(cudaEventCreate(&ev[i]));
+    if (g->nccl_rank == 0 && !g_iter_us) {
+      g_iter_us = (float *)calloc((size_t)NOPS * MAXSIZES * nev, sizeof *g_iter_us);
+      g_iter_host_us = (float *)calloc((size_t)NOPS * MAXSIZES * nev, sizeof *g_iter_host_us);
+      if (!g_iter_us || !g_iter_host_us) app_die("calloc", "iteration times");
+    }
+  }
   for (int op = 0; op < NOPS; op++) {
     if (!opt.ops[op]) continue;
     int k = 0;
     for (double sz = (double)opt.min; sz <= (double)opt.max && k < MAXSIZES; sz *= opt.factor, k++) {
       size_t used = 0;
       for (int i = 0; i < opt.warmup; i++) used = app_op(w, op, (size_t)sz);
-      CUDACHECK(cudaEventRecord(a, w->stream));
-      for (int i = 0; i < opt.iters; i++) used = app_op(w, op, (size_t)sz);
+      long long real_ns = 0, mono_ns = 0;
+      if (nev) {
+        real_ns = clock_ns(CLOCK_REALTIME);
+        mono_ns = clock_ns(CLOCK_MONOTONIC);
+        CUDACHECK(cudaEventRecord(a, w->stream));
+        for (int i = 0; i < opt.iters; i++) {
+          used = app_op(w, op, (size_t)sz);
+          CUDACHECK(cudaEventRecord(ev[i], w->stream));
+          issued[i] = clock_ns(CLOCK_MONOTONIC);
+        }
+      } else {
+        CUDACHECK(cudaEventRecord(a, w->stream));
+        for (int i = 0; i < opt.iters; i++) used = app_op(w, op, (size_t)sz);
+      }
       CUDACHECK(cudaEventRecord(b, w->stream));
       CUDACHECK(cudaEventSynchronize(b));
       float ms = 0;
@@ -105,11 +152,22 @@ static void phase_sweep(gpu_thr *g) {
       if (g->nccl_rank == 0) {
         g_size[op][k] = used;
         g_us[op][k] = opt.iters ? ms * 1000.0 / opt.iters : 0;
+        g_start_real_ns[op][k] = real_ns;
+        g_start_mono_ns[op][k] = mono_ns;
+        size_t at = ((size_t)op * MAXSIZES + k) * nev;
+        for (int i = 0; i < nev; i++) {
+          CUDACHECK(cudaEventElapsedTime(&ms, i ? ev[i - 1] : a, ev[i]));
+          g_iter_us[at + i] = ms * 1000.0f;
+          g_iter_host_us[at + i] = (float)((issued[i] - mono_ns) / 1e3);
+        }
       }
       if (opt.factor <= 1) break;
     }
     if (g->nccl_rank == 0) g_nsizes[op] = k;
   }
+  for (int i = 0; i < nev; i++) CUDACHECK(cudaEventDestroy(ev[i]));
+  free(ev);
+  free(issued);
   CUDACHECK(cudaEventDestroy(a));
   CUDACHECK(cudaEventDestroy(b));
 }
@@ -222,7 +280,8 @@ static void write_sweep(int n) {
   snprintf(path, sizeof path, "%s/sweep.json", opt.out);
   FILE *f = fopen(path, "w");
   if (!f) app_die("cannot write", path);
-  fprintf(f, "{\"nranks\":%d,\"iters\":%d,\"warmup\":%d,\"results\":[", n, opt.iters, opt.warmup);
+  fprintf(f, "{\"nranks\":%d,\"iters\":%d,\"warmup\":%d,\"iterTimes\":%s,\"results\":[", n,
+          opt.iters, opt.warmup, g_iter_us ? "true" : "false");
   int first = 1;
   for (int op = 0; op < NOPS; op++) {
     if (!opt.ops[op] || !g_nsizes[op]) continue;
@@ -235,8 +294,20 @@ static void write_sweep(int n) {
       double bus = alg * app_busbw_factor(op, n);
       sum += bus;
       printf("   %12zu %12.2f %12.2f %12.2f\n", g_size[op][k], us, alg, bus);
-      fprintf(f, "%s\n {\"op\":\"%s\",\"bytes\":%zu,\"time_us\":%.3f,\"algbw\":%.4f,\"busbw\":%.4f}",
+      fprintf(f, "%s\n {\"op\":\"%s\",\"bytes\":%zu,\"time_us\":%.3f,\"algbw\":%.4f,\"busbw\":%.4f",
               first ? "" : ",", app_op_name[op], g_size[op][k], us, alg, bus);
+      if (g_iter_us) {
+        /* --iter-times: host clocks before the timed loop, us of each call
+         * (CUDA events), us from the loop's start until each was issued */
+        fprintf(f, ",\"host_start_ns\":%lld,\"host_start_mono_ns\":%lld,\"iter_us\":[",
+                g_start_real_ns[op][k], g_start_mono_ns[op][k]);
+        size_t at = ((size_t)op * MAXSIZES + k) * opt.iters;
+        for (int i = 0; i < opt.iters; i++) fprintf(f, "%s%.3f", i ? "," : "", g_iter_us[at + i]);
+        fprintf(f, "],\"iter_host_us\":[");
+        for (int i = 0; i < opt.iters; i++) fprintf(f, "%s%.3f", i ? "," : "", g_iter_host_us[at + i]);
+        fprintf(f, "]");
+      }
+      fprintf(f, "}");
       first = 0;
     }
     printf("# %s avg bus bandwidth : %.3f GB/s\n", app_op_name[op], sum / g_nsizes[op]);
@@ -255,6 +326,7 @@ int main(int argc, char **argv) {
   const char *const phase_names[3] = {"sweep", "split", "graph"};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--iter-times")) { opt.iter_times = 1; continue; }   /* the one flag */
     if (!v) app_die("missing value after", a);
     i++;
     if (!strcmp(a, "--min")) opt.min = parse_size(v);
@@ -300,6 +372,8 @@ int main(int argc, char **argv) {
 
   write_counts(wrank, wsize, g, opt.gpp);
   if (wrank == 0 && opt.phase_sweep) write_sweep(wsize * opt.gpp);
+  free(g_iter_us);
+  free(g_iter_host_us);
   MPI_Comm_free(&local);
   MPI_Finalize();
   return 0;

@@ -4,6 +4,9 @@ the app's own counts (test/gpu/run.sh calls it; independent of collprof's
 code: it reads only the JSON files).
 
   check_run.py APPDIR PROFDIR
+  check_run.py --counters PROFDIR    only the run-counter checks (last four
+                                     below): any collprof MPI run, e.g. the
+                                     CPU replay runs of test/mpi_collate.t
 
 APPDIR holds counts.<world rank>.json from the app, PROFDIR collprof's
 rank<R>.jsonl files and summary.json.  Checks, each printed as ok/not ok:
@@ -16,12 +19,24 @@ rank<R>.jsonl files and summary.json.  Checks, each printed as ok/not ok:
     gives a Coll event is reported, either is accepted, but one rule must
     hold for all funcs and ranks);
   - Coll/P2p paths have GPU time (gpu_ns > 0, gpu_samples > 0) and the rank
-    record counts sampled calls.
+    record counts sampled calls;
+  - every rank record (the last "rank" line of its file) has gpuSampledCalls,
+    gpuSamplesDropped, gpuSamplesDeferred and gpuSampleGateResets as
+    non-negative integers and maskFrozen as a string ("" = did not freeze);
+  - summary.json's gpu_sampled_calls, gpu_samples_dropped and
+    gpu_samples_deferred = the sums of those over the rank records;
+  - summary.json's mask_frozen: one entry per distinct non-empty maskFrozen,
+    nranks = the ranks listed, and those ranks = exactly the ranks whose
+    rank record gives that reason;
+  - with gpuSample >= 2 (1 call in N sampled; default 16): per rank
+    gpuSamplesDropped <= 10% of gpuSampledCalls (one sample in flight at a
+    time should make drops rare when a rank has cores to spare).
 Exit status 1 if a check fails.
 """
 import glob
 import json
 import os
+import re
 import sys
 
 FAILS = 0
@@ -35,6 +50,74 @@ def check(cond, what):
     if not cond:
         FAILS += 1
     return cond
+
+
+# rank record counters and their summary.json totals (None: no total)
+RANK_COUNTERS = {"gpuSampledCalls": "gpu_sampled_calls",
+                 "gpuSamplesDropped": "gpu_samples_dropped",
+                 "gpuSamplesDeferred": "gpu_samples_deferred",
+                 "gpuSampleGateResets": None}
+MAX_DROP = 0.10
+
+
+def is_count(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def rank_counters(wr, rk):
+    """The GPU-sampling fields of one rank record."""
+    for key in RANK_COUNTERS:
+        check(is_count(rk.get(key)), "rank %s: %s %s is a non-negative integer" %
+              (wr, key, json.dumps(rk[key]) if key in rk else "(missing)"))
+    check(isinstance(rk.get("maskFrozen"), str), "rank %s: maskFrozen %s is a string" %
+          (wr, json.dumps(rk.get("maskFrozen"))))
+    calls, drop = rk.get("gpuSampledCalls"), rk.get("gpuSamplesDropped")
+    every = rk.get("gpuSample")
+    what = ("rank %s: GPU samples dropped %s of %s sampled calls (%s) <= %d%% "
+            "(gpuSample %s; deferred %s, gate resets %s)" %
+            (wr, drop, calls,
+             "%.2f%%" % (100.0 * drop / calls) if is_count(drop) and is_count(calls) and calls
+             else "n/a", 100 * MAX_DROP, every, rk.get("gpuSamplesDeferred"),
+             rk.get("gpuSampleGateResets")))
+    if not isinstance(every, int) or every < 2:
+        check(True, what + " # SKIP not 1 call in N >= 2")
+        return
+    check(is_count(drop) and is_count(calls) and drop <= MAX_DROP * calls, what)
+
+
+def summary_counters(s, recs):
+    """summary.json's sampling totals and mask_frozen against the rank
+    records ({world rank: record})."""
+    for rk_key, sk in RANK_COUNTERS.items():
+        if not sk:
+            continue
+        want = sum(r.get(rk_key) for r in recs.values() if is_count(r.get(rk_key)))
+        check(s.get(sk) == want, "summary.json: %s %s = sum of rank records' %s %d" %
+              (sk, json.dumps(s.get(sk)), rk_key, want))
+    frozen = {}
+    for wr, r in sorted(recs.items()):
+        if r.get("maskFrozen"):
+            frozen.setdefault(r["maskFrozen"], []).append(wr)
+    groups = s.get("mask_frozen")
+    if not check(isinstance(groups, list), "summary.json: mask_frozen is a list (%d entries; "
+                 "rank records give %d reasons)" % (len(groups) if isinstance(groups, list) else -1,
+                                                    len(frozen))):
+        return
+    seen = set()
+    for g in groups:
+        reason, n, ranks = g.get("reason"), g.get("nranks"), g.get("ranks")
+        ranks = ranks if isinstance(ranks, list) else []
+        check(is_count(n) and n == len(ranks), "summary.json: mask_frozen %s: nranks %s = %d "
+              "ranks listed" % (json.dumps(reason), json.dumps(n), len(ranks)))
+        want = frozen.get(reason, [])
+        check(sorted(ranks) == want and len(set(ranks)) == len(ranks),
+              "summary.json: mask_frozen %s: ranks %s = rank records with that maskFrozen %s" %
+              (json.dumps(reason), ranks, want))
+        seen.add(reason)
+    missing = sorted(set(frozen) - seen)
+    check(not missing and len(seen) == len(groups),
+          "summary.json: mask_frozen has each reason once and all the rank records' reasons%s" %
+          ("" if not missing else " (missing: %s)" % "; ".join(missing)))
 
 
 def app_counts(appdir):
@@ -97,14 +180,22 @@ def compare(label, paths, counts, rules, replays_seen=True):
 
 
 def main():
+    only_counters = len(sys.argv) == 3 and sys.argv[1] == "--counters"
+    if len(sys.argv) != 3:
+        sys.exit("usage: check_run.py APPDIR PROFDIR | check_run.py --counters PROFDIR")
     appdir, profdir = sys.argv[1], sys.argv[2]
-    counts = app_counts(appdir)
-    check(len(counts) > 0, "app wrote counts (%d ranks)" % len(counts))
     files = sorted(glob.glob(os.path.join(profdir, "rank*.jsonl")))
-    check(len(files) == len(counts), "one rank file per rank (%d files, %d ranks)" %
-          (len(files), len(counts)))
+    if only_counters:
+        counts = {}
+        check(len(files) > 0, "rank files in %s (%d)" % (profdir, len(files)))
+    else:
+        counts = app_counts(appdir)
+        check(len(counts) > 0, "app wrote counts (%d ranks)" % len(counts))
+        check(len(files) == len(counts), "one rank file per rank (%d files, %d ranks)" %
+              (len(files), len(counts)))
     rules = set()
     total = {}
+    recs_by_rank = {}
     replays_hidden = False
     for f in files:
         bad = 0
@@ -116,10 +207,20 @@ def main():
                 bad += 1
         check(bad == 0, "%s: all %d lines parse" % (os.path.basename(f), len(recs) + bad))
         ranks = [r for r in recs if r.get("recordType") == "rank"]
-        if not check(len(ranks) == 1, "%s: one rank record" % os.path.basename(f)):
+        check(len(ranks) == 1, "%s: one rank record (%d)" % (os.path.basename(f), len(ranks)))
+        if not ranks:
             continue
-        rk = ranks[0]
+        rk = ranks[-1]
         wr = rk.get("rank")
+        if not isinstance(wr, int) or wr < 0:    # no world rank: the file's number
+            m = re.search(r"rank(\d+)\.jsonl$", f)
+            wr = int(m.group(1)) if m else wr
+        check(wr not in recs_by_rank, "%s: rank %s not seen in another file" %
+              (os.path.basename(f), wr))
+        recs_by_rank[wr] = rk
+        rank_counters(wr, rk)
+        if only_counters:
+            continue
         check(rk.get("gpuSampledCalls", 0) > 0, "rank %s: gpuSampledCalls %s > 0" %
               (wr, rk.get("gpuSampledCalls")))
         frozen = rk.get("maskFrozen") or ""
@@ -145,11 +246,15 @@ def main():
     sj = os.path.join(profdir, "summary.json")
     if check(os.path.exists(sj), "summary.json exists"):
         s = json.load(open(sj))
-        compare("summary.json", s.get("paths", []), total, rules, not replays_hidden)
-        check(s.get("gpu_sampled_calls", 0) > 0, "summary.json: gpu_sampled_calls %s > 0" %
-              s.get("gpu_sampled_calls"))
+        summary_counters(s, recs_by_rank)
+        if not only_counters:
+            compare("summary.json", s.get("paths", []), total, rules, not replays_hidden)
+            check(s.get("gpu_sampled_calls", 0) > 0, "summary.json: gpu_sampled_calls %s > 0" %
+                  s.get("gpu_sampled_calls"))
     rules.discard("-")
-    check(len(rules) <= 1, "one rule for captured calls: %s" % (", ".join(sorted(rules)) or "n/a"))
+    if not only_counters:
+        check(len(rules) <= 1, "one rule for captured calls: %s" %
+              (", ".join(sorted(rules)) or "n/a"))
     print("# %d checks, %d failed" % (N, FAILS))
     sys.exit(1 if FAILS else 0)
 

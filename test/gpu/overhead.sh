@@ -15,13 +15,22 @@
 # to "none", and the noise floor (spread among the "none" repetitions);
 # gpu_time.py compares collprof's sampled GPU time with the app's CUDA-event
 # time.  Outputs stay in $RUN_OUT.
+# WARMUP (default 20) untimed calls precede each size.
+# ITER_TIMES=1 passes --iter-times to every run (a CUDA event after each
+# timed call, host clocks per size in sweep.json): overhead_report.py then
+# shows, for each configuration's 3 slowest sizes against "none", whether
+# the excess is one slow call or spread over all, and when the size ran.
+# All configurations then carry the same extra events, so ratios stay fair.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 B=${COLLPROF_BUILD:-$TOP/build}
 NP=${1:-2}
 REPS=${2:-3}
 ITERS=${ITERS:-200}
+WARMUP=${WARMUP:-20}
 OPS=${OPS:-allreduce}
+ITER_ARGS=()
+[ "${ITER_TIMES:-0}" = 1 ] && ITER_ARGS=(--iter-times)
 APP=$B/bin/collprof-gpu-app
 PLUGIN=$B/lib/libcollprof.so
 MPILIB=$B/lib/libcollprof-mpi.so
@@ -54,8 +63,8 @@ for rep in $(seq 1 "$REPS"); do
     mkdir -p "$d/app"
     # shellcheck disable=SC2046
     $MPIRUN -np "$NP" -x NCCL_NVLS_ENABLE=0 $(config_env "$c") -x COLLPROF_OUTPUT_DIR="$d/prof" \
-      -x COLLPROF_QUIET=1 "$APP" --phases sweep --ops "$OPS" --iters "$ITERS" --warmup 20 \
-      --out "$d/app" >"$d/app.log" 2>&1 || echo "overhead.sh: $c.$rep exited $?"
+      -x COLLPROF_QUIET=1 "$APP" --phases sweep --ops "$OPS" --iters "$ITERS" --warmup "$WARMUP" \
+      ${ITER_ARGS[@]+"${ITER_ARGS[@]}"} --out "$d/app" >"$d/app.log" 2>&1 || echo "overhead.sh: $c.$rep exited $?"
     echo "# $c rep $rep: $(grep 'avg bus bandwidth' "$d/app.log" | tr '\n' ' ')"
   done
 done

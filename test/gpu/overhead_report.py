@@ -10,6 +10,15 @@ the baseline's repetitions ((max - min) / median).  Then the issue's goals:
 collprof defaults within 1% of the baseline in mean bus bandwidth and no
 size more than 3% slower; collprof-all within 1% of noop-all.  Exit 0
 always (goals are reported, not asserted: they are measurements).
+
+When the runs were made with the app's --iter-times (overhead.sh
+ITER_TIMES=1: sweep.json results carry iter_us, iter_host_us and
+host_start_ns), a further section per op: for the 3 sizes of each
+configuration slowest against the baseline, the median and the largest
+single call, how much of the mean's excess over the baseline that largest
+call explains, and when the size ran (host time after the run's first size)
+and how long the host took to issue the largest call: one slow call or a
+cost spread over all calls, and where in the run to look for its cause.
 """
 import glob
 import json
@@ -25,6 +34,79 @@ def load(run_out, cfg):
         if os.path.exists(f):
             reps.append(json.load(open(f)))
     return reps
+
+
+TOP = 3   # sizes per configuration in the single-call section
+
+
+def iter_stats(sweep, op, b):
+    """One repetition's single-call figures for (op, bytes), or None without
+    --iter-times data."""
+    rs = [r for r in sweep["results"] if r["op"] == op and r["bytes"] == b]
+    if not rs or not rs[0].get("iter_us"):
+        return None
+    r = rs[0]
+    v = r["iter_us"]
+    n = len(v)
+    k = max(range(n), key=lambda i: v[i])
+    med = statistics.median(v)
+    trimmed = (sum(v) - v[k]) / (n - 1) if n > 1 else v[k]
+    starts = [x["host_start_ns"] for x in sweep["results"] if "host_start_ns" in x]
+    h = r.get("iter_host_us") or []
+    gaps = [h[i] - (h[i - 1] if i else 0.0) for i in range(len(h))]
+    j = max(range(len(gaps)), key=lambda i: gaps[i]) if gaps else -1
+    return {"mean": sum(v) / n, "med": med, "max": v[k], "at": k, "n": n, "trimmed": trimmed,
+            "top1": (v[k] - med) / n,
+            "start_ms": (r["host_start_ns"] - min(starts)) / 1e6 if "host_start_ns" in r else None,
+            "gap_at_max": gaps[k] if k < len(gaps) else None,
+            "gap_max": gaps[j] if gaps else None, "gap_max_at": j}
+
+
+def iter_section(op, data, cfgs, lat, sizes):
+    """Single calls of the slowest sizes (needs --iter-times data)."""
+    base = cfgs[0]
+    st = {c: {b: [x for x in (iter_stats(s, op, b) for s in data[c]) if x] for b in sizes}
+          for c in cfgs}
+    if not any(st[c][b] for c in cfgs for b in sizes) or not any(st[base][b] for b in sizes):
+        return
+    med = lambda c, b, key: statistics.median(x[key] for x in st[c][b])  # noqa: E731
+    print("\n## %s: single calls (--iter-times), the %d sizes of each configuration slowest "
+          "against %s" % (op, TOP, base))
+    print("# medians over repetitions.  mean/med/max: us per call (max: the largest single call,"
+          " @ its index);\n# excess: mean - %s's mean; top1: what the largest call adds to the "
+          "mean ((max - med) / calls);\n# expl: top1 / excess; rest: the excess without each "
+          "run's largest call (trimmed means);\n# start: host time of the size's timed loop after "
+          "the run's first size (ms); gap: host us\n# spent issuing the largest call (from the "
+          "previous call's issue; ~excess x calls = the host stalled)" % base)
+    print("%-13s %9s %6s %8s %8s %9s %4s %8s %8s %8s %7s %6s %7s %9s %8s" %
+          ("config", "bytes", "ratio", "mean", "med", "max", "@i", base[:4] + ":med",
+           base[:4] + ":max", "excess", "top1", "expl%", "rest", "start_ms", "gap"))
+    for c in cfgs[1:]:
+        ranked = sorted(((lat[c][b] / lat[base][b], b) for b in sizes
+                         if lat[base].get(b) and lat[c].get(b) and st[c][b] and st[base][b]),
+                        reverse=True)[:TOP]
+        for ratio, b in ranked:
+            excess = med(c, b, "mean") - med(base, b, "mean")
+            top1 = med(c, b, "top1")
+            rest = med(c, b, "trimmed") - med(base, b, "trimmed")
+            at = statistics.median_low(x["at"] for x in st[c][b])
+            starts = [x["start_ms"] for x in st[c][b] if x["start_ms"] is not None]
+            gaps = [x["gap_at_max"] for x in st[c][b] if x["gap_at_max"] is not None]
+            print("%-13s %9d %6.3f %8.2f %8.2f %9.2f %4d %8.2f %8.2f %8.3f %7.3f %6s %7.3f %9s %8s" %
+                  (c[:13], b, ratio, med(c, b, "mean"), med(c, b, "med"), med(c, b, "max"), at,
+                   med(base, b, "med"), med(base, b, "max"), excess, top1,
+                   "%.0f" % (100 * top1 / excess) if excess > 0 else "n/a", rest,
+                   "%+.3f" % statistics.median(starts) if starts else "-",
+                   "%.1f" % statistics.median(gaps) if gaps else "-"))
+            for who in (c, base):
+                print("#   %-12s %d B per repetition: %s" % (who, b, "; ".join(
+                    "max %.1f@%d%s%s" % (x["max"], x["at"],
+                                         " start %+.3f ms" % x["start_ms"]
+                                         if x["start_ms"] is not None else "",
+                                         " gap %.1f, largest gap %.1f@%d" %
+                                         (x["gap_at_max"], x["gap_max"], x["gap_max_at"])
+                                         if x["gap_max"] is not None else "")
+                    for x in st[who][b])))
 
 
 def main():
@@ -91,6 +173,7 @@ def main():
             print("goal: collprof-all within 1%% of noop-all in mean busbw: %.2f%% (%s)" %
                   (100 * (bw["collprof-all"] / bw["noop-all"] - 1),
                    "met" if bw["collprof-all"] >= 0.99 * bw["noop-all"] else "MISSED"))
+        iter_section(op, data, cfgs, lat, sizes)
 
 
 if __name__ == "__main__":
