@@ -15,7 +15,7 @@
  *   43..32  comm index   pool owner; 0 = process-wide PXN detach pool,
  *                        CP_COMM_SCRATCH = the self-cost scratch pool
  *   31..8   slot         slot index in that pool (top 256 values: fallback set)
- *    7..0   generation   low 8 bits of the slot's 32-bit generation: detects
+ *    7..0   generation   low 8 bits of the slot's 32-bit generation (never 0): detects
  *                        that the slot was handed out again since
  *
  * Context value, 64 bits:
@@ -57,6 +57,13 @@ static inline int cp_handle_decode(uint64_t v, cp_handle_fields *f) {
   f->slot = (uint32_t)(v >> 8) & 0xFFFFFFu;
   f->gen = (uint32_t)v & 0xFFu;
   return 1;
+}
+
+/* The fields of a value already known to carry the tag. */
+static inline cp_handle_fields cp_handle_fields_of(uint64_t v) {
+  const cp_handle_fields f = {(uint32_t)(v >> 44) & 0xFFFFu, (uint32_t)(v >> 32) & 0xFFFu,
+                              (uint32_t)(v >> 8) & 0xFFFFFFu, (uint32_t)v & 0xFFu};
+  return f;
 }
 
 static inline uint64_t cp_ctx_make(uint32_t salt, uint32_t comm) {

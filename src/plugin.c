@@ -16,6 +16,17 @@
  * built in the slot at start and copied once, at stop, straight into the
  * ring, and a state is a 32-byte record.
  *
+ * Two paths per callback.  Nearly every event NCCL sends is on the
+ * communicator whose context (start) or pool (stop, state) this thread
+ * decoded last, with a parent in the same pool: start_fast and the fast
+ * entries of cp_core_stop/cp_core_state take that case with one compare
+ * each (context value; handle tag and comm bits) and check a slot against
+ * a handle with one more (pool.h, cp_slot_key).  Everything else (PXN,
+ * other pools, bad arguments, v4) goes to start_general / stop_general /
+ * state_general, which do the same work with every check; the fast paths
+ * hand over before changing anything.  test_fast_path.c holds the two to
+ * the same numbers.
+ *
  * Finalize releases the communicator's slots (pool.h): later stops and
  * states on its handles are counted as after-finalize bad calls; children
  * elsewhere that name its handles keep their path (handle bits) and skip
@@ -118,8 +129,19 @@ static inline cp_comm *ctx_lookup(cp_thr *t, uint64_t v) {
 static inline cp_pool *pool_lookup(cp_thr *t, uint32_t idx) {
   if (LIKELY(t->last_pool && idx == t->last_pidx)) return t->last_pool;
   cp_pool *p = cp_core_pool_for(idx);
-  if (p && idx != CP_COMM_SCRATCH) { t->last_pidx = idx; t->last_pool = p; }
+  if (p && idx != CP_COMM_SCRATCH) {   /* the scratch pool is never cached */
+    t->last_pidx = idx;
+    t->last_pool = p;
+    t->last_hkey = (CP_HANDLE_TAG << 60) | ((uint64_t)idx << 32);
+  }
   return p;
+}
+/* Whether handle h names the pool cached above: tag and comm bits in one
+ * compare (last_hkey is 0 until a pool is cached). */
+#define CP_HKEY_MASK 0xF0000FFF00000000ull
+static inline int handle_in_last_pool(const cp_thr *t, uint64_t h) {
+  const uint64_t k = t->last_hkey;
+  return k && ((h ^ k) & CP_HKEY_MASK) == 0;
 }
 
 /* ---- first init: process-wide set-up ---- */
@@ -192,7 +214,7 @@ typedef struct plink {
 
 static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l, int kch) {
   cp_slot *ps = cp_pool_slot(pp, pf->slot);
-  if (!ps || ps->gen == 0 || (ps->gen & 0xFFu) != pf->gen || ps->path != pf->path) return;
+  if (!ps || (cp_slot_key(ps) & ~CP_KEY_LIVE) != ((uint64_t)pf->gen | (uint64_t)pf->path << 32)) return;
   /* A KernelCh takes over one of the references its Coll/P2p holds for it
    * (pool.h); one beyond them, or of an unsampled call, takes its own. */
   if (kch && cp_pool_hold_take(ps)) l->kc_epoch = ps->kc_epoch;
@@ -271,21 +293,26 @@ __attribute__((noinline)) static void start_record(cp_thr *t, cp_slot *s, const 
                                                    int mypid, uint32_t func, uint32_t dt, uint64_t now,
                                                    uint64_t pobj, uint64_t handle, uint64_t ctxv) {
   cp_rec *r = &s->rec;
-  memset(r, 0, sizeof *r);
+  /* Every header field is written; only the details are zeroed first. */
   r->kind = CP_REC_EVENT;
   r->is_pxn = (uint8_t)pxn;
+  r->state_arg_kind = 0;
+  r->pad0 = 0;
   r->type = type;
   r->path = path;
   r->rank = comm ? comm->nccl_rank : -1;
   r->comm = comm ? comm->index : 0;
   r->pid = mypid;
   r->start_tid = t->tid;
+  r->stop_tid = 0;
   r->origin_pid = s->origin_pid;
   r->func = func;
   r->start_ns = now;
+  r->stop_ns = 0;
   r->parent_obj = pobj;
   r->event_addr = handle;
   r->ctx_addr = ctxv;
+  memset(&r->d, 0, sizeof r->d);
   fill_details(t, r, d, type, dt);
 }
 
@@ -308,8 +335,9 @@ __attribute__((cold, noinline)) static void start_no_slot(cp_pool *pool, cp_pool
   else bad(W_POOL_FULL, "event pool exhausted (no memory); event not recorded");
 }
 
-/* ---- startEvent ---- */
-ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEventDescr_v5_t *d, int v4) {
+/* ---- startEvent, every case (cp_core_start below takes the common one) ---- */
+__attribute__((noinline)) static ncclResult_t start_general(void *context, void **eHandle,
+                                                           const ncclProfilerEventDescr_v5_t *d, int v4) {
   if (UNLIKELY(!eHandle)) { bad(W_NULL_EHANDLE, "startEvent with a NULL eHandle pointer"); return NCCL_OK; }
   *eHandle = NULL;
   if (UNLIKELY(!d)) { bad(W_NULL_DESCR, "startEvent with a NULL descriptor"); return NCCL_OK; }
@@ -477,6 +505,121 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
   return NCCL_OK;
 }
 
+/* ---- startEvent, the common case ----
+ * A v5 event on the communicator this thread decoded last (its context is
+ * the cached one), whose parent is none or a handle of the same pool, not
+ * a foreign ProxyOp.  That is nearly every event NCCL sends; everything
+ * else (PXN, other pools, bad arguments, v4) goes to start_general, which
+ * is the reference: this path must do exactly what it would.  Returns 0,
+ * having changed nothing, to hand the event over. */
+static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eHandle,
+                                                            const ncclProfilerEventDescr_v5_t *d,
+                                                            uint64_t ctxv) {
+  cp_comm *comm = t->last_comm;
+  cp_pool *pool = comm->pool;
+  const uint64_t type64 = d->type;
+  const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
+  if (UNLIKELY((!valid_type(type64)) | __atomic_load_n(&comm->finalized, __ATOMIC_RELAXED) |
+               atomic_load_explicit(&g.stopped, memory_order_relaxed)))
+    return 0;
+  const uint32_t type = (uint32_t)type64;
+  const int mypid = atomic_load_explicit(&g.pid, memory_order_relaxed);
+  if (UNLIKELY(type == ncclProfileProxyOp) && d->proxyOp.pid != mypid) return 0;
+  uint32_t parent_path = CP_PATH_NONE;
+  if (pobj) {
+    if ((pobj >> 60) != CP_HANDLE_TAG || ((uint32_t)(pobj >> 32) & 0xFFFu) != pool->comm_index) return 0;
+    parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
+    if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return 0;
+  }
+  uint32_t func = 0, dt = 0;
+  uint64_t bytes = 0;
+  uint32_t hold = 0;
+  switch (type) {
+  case ncclProfileCollApi: func = cp_str_intern_t(t, d->collApi.func); break;
+  case ncclProfileP2pApi: func = cp_str_intern_t(t, d->p2pApi.func); break;
+  case ncclProfileColl:
+    func = cp_str_intern_t(t, d->coll.func);
+    dt = cp_str_intern_t(t, d->coll.datatype);
+    bytes = (uint64_t)d->coll.count * cp_datatype_size(dt);
+    if (t->sampled) hold = d->coll.nChannels ? d->coll.nChannels : 1;
+    break;
+  case ncclProfileP2p:
+    func = cp_str_intern_t(t, d->p2p.func);
+    dt = cp_str_intern_t(t, d->p2p.datatype);
+    bytes = (uint64_t)d->p2p.count * cp_datatype_size(dt);
+    if (t->sampled) hold = d->p2p.nChannels ? d->p2p.nChannels : 1;
+    break;
+  case ncclProfileProxyOp: func = d->proxyOp.isSend ? g.id_send : g.id_recv; break;
+  default: break;
+  }
+  const uint32_t path = cp_path_child_t(t, parent_path, type, func);
+  const int trace = atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+  const uint64_t now = cp_clock_now();
+  plink pl = {0, 0, 0, 0, 0};
+  uint32_t idx;
+  cp_pool_lock(pool);
+  if (pobj) {
+    const cp_handle_fields pf = {parent_path, pool->comm_index, (uint32_t)(pobj >> 8) & 0xFFFFFFu,
+                                 (uint32_t)pobj & 0xFFu};
+    link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
+  }
+  cp_slot *s = cp_pool_alloc(pool, &idx);
+  if (UNLIKELY(!s)) {
+    *eHandle = NULL;
+    start_no_slot(pool, pool, &pl);   /* unlocks */
+    return 1;
+  }
+  s->path = (uint16_t)path;
+  s->type = type;
+  s->start_ns = now;
+  s->start_tid = t->tid;
+  s->bytes = bytes;
+  if (pl.linked) {
+    s->parent_linked = 1;
+    s->took_ref = 1;
+    s->parent_comm = pool->comm_index;
+    s->parent_slot = pl.slot;
+    s->parent_gen = pl.gen;
+  }
+  if (UNLIKELY(hold)) {
+    s->kc_seq = ++pool->kc_ops;
+    cp_pool_hold(pool, s, idx, hold);
+    if (s->hold) s->kc_epoch = cp_mask_kc_expect(s->hold);
+  }
+  if (type == ncclProfileKernelCh) {
+    s->kc_epoch = pl.kc_epoch;
+    s->gpu_start = d->kernelCh.pTimer;
+    int64_t off = (int64_t)(d->kernelCh.pTimer - now);
+    if (!pool->gpu_off_valid || off < pool->gpu_off) { pool->gpu_off = off; pool->gpu_off_valid = 1; }
+  }
+  const uint64_t handle = cp_handle_make(path, pool->comm_index, idx, s->gen);
+  if (trace) start_record(t, s, d, comm, 0, type, path, mypid, func, dt, now, pobj, handle, ctxv);
+  pool->events++;
+  __atomic_store_n(&comm->events, pool->events, __ATOMIC_RELAXED);
+  cp_pool_unlock(pool);
+  *eHandle = (void *)(uintptr_t)handle;
+  cp_inc(&t->events, 1);
+  if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_start(ctxv, handle, d);
+  if (type == ncclProfileGroupApi) {
+    t->sampled = cp_mask_kernelch_on();
+    if (UNLIKELY(d->groupApi.graphCaptured)) cp_mask_on_graph_capture();
+    cp_mask_on_group_start(t->tid);
+  } else if (type == ncclProfileCollApi || type == ncclProfileP2pApi) {
+    if (UNLIKELY(type == ncclProfileCollApi ? d->collApi.graphCaptured : d->p2pApi.graphCaptured))
+      cp_mask_on_graph_capture();
+    cp_mask_on_api_call(path, t->sampled);
+  }
+  return 1;
+}
+
+ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEventDescr_v5_t *d, int v4) {
+  cp_thr *t = cp_tls_thr;
+  const uint64_t ctxv = (uint64_t)(uintptr_t)context;
+  if (LIKELY(eHandle && d && t && !v4 && ctxv && ctxv == t->last_ctx) && start_fast(t, eHandle, d, ctxv))
+    return NCCL_OK;
+  return start_general(context, eHandle, d, v4);
+}
+
 /* NCCL keeps 64 timestamp slots per channel, indexed by the channel's
  * work counter; the proxy reads a KernelCh's slot late.  Once more than
  * this many later KernelCh-on Coll/P2p started on the communicator, one of
@@ -533,18 +676,18 @@ __attribute__((noinline)) static int parent_update_other(cp_thr *t, uint32_t pco
 /* Trace on: the record goes straight from the slot into this thread's ring
  * (pool lock held). */
 __attribute__((noinline)) static void stop_record(const cp_thr *t, const cp_slot *s, uint64_t now) {
-  cp_rec *r = cp_trace_reserve();
-  if (r) {
-    *r = s->rec;
-    r->stop_ns = now;
-    r->stop_tid = t->tid;
-    if (s->type == ncclProfileKernelCh) r->d.kernel_ch.gpu_stop = s->has_gpu_stop ? s->gpu_stop : 0;
-    cp_trace_commit();
-  }
+  cp_trace_put_stopped(&s->rec, now, t->tid, s->has_gpu_stop ? s->gpu_stop : 0);
 }
 
-/* ---- stopEvent ---- */
-ncclResult_t cp_core_stop(void *eHandle) {
+/* ---- stopEvent ----
+ * stop_body: everything after the pool was found and checked (scratch: the
+ * self-cost pool, a compile-time 0 on the common path).  cp_core_stop
+ * takes the common case (a handle of the pool this thread used last, not
+ * finalized), stop_general every other, with the full checks. */
+static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, cp_pool *pool, const cp_handle_fields *pf,
+                                                                   uint64_t h, int scratch);
+
+__attribute__((noinline)) static ncclResult_t stop_general(void *eHandle) {
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
   cp_handle_fields f;
   if (UNLIKELY(!h)) { bad(W_NULL_HANDLE, "stopEvent with a NULL handle"); return NCCL_OK; }
@@ -560,20 +703,22 @@ ncclResult_t cp_core_stop(void *eHandle) {
     bad(W_AFTER_FINI, "stopEvent after its communicator was finalized; ignored");
     return NCCL_OK;
   }
-  const int trace = !pool->scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+  return stop_body(t, pool, &f, h, pool->scratch);
+}
+
+static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, cp_pool *pool, const cp_handle_fields *pf,
+                                                                   uint64_t h, int scratch) {
+  const cp_handle_fields f = *pf;
+  const int trace = !scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
   const uint64_t now = cp_clock_now();
   cp_pool_lock(pool);
   cp_slot *s = cp_pool_slot(pool, f.slot);
-  if (UNLIKELY(!s || (s->gen & 0xFFu) != f.gen || s->path != f.path || s->gen == 0)) {
-    const int released = pool->released;
+  if (UNLIKELY(!s || cp_slot_key(s) != cp_handle_key(h))) {
+    const int released = pool->released, twice = s && cp_slot_key(s) == (cp_handle_key(h) & ~CP_KEY_LIVE);
     cp_pool_unlock(pool);
     if (released) bad(W_AFTER_FINI, "stopEvent after its communicator was finalized; ignored");
+    else if (twice) bad(W_DOUBLE_STOP, "stopEvent twice on one event; ignored");
     else bad(W_STALE_HANDLE, "stopEvent with a stale or invalid handle; ignored");
-    return NCCL_OK;
-  }
-  if (UNLIKELY(!s->live)) {
-    cp_pool_unlock(pool);
-    bad(W_DOUBLE_STOP, "stopEvent twice on one event; ignored");
     return NCCL_OK;
   }
   const uint64_t dur = now > s->start_ns ? now - s->start_ns : 0;
@@ -593,7 +738,7 @@ ncclResult_t cp_core_stop(void *eHandle) {
   if (UNLIKELY(plinked && pcomm != f.comm)) kch_ok = parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge);
   if (UNLIKELY(kc_epoch)) cp_mask_kc_done(kc_epoch);
   if (UNLIKELY(!kch_ok)) cp_affinity_gpu_lag();   /* outside the pool lock: may print */
-  if (UNLIKELY(pool->scratch)) {
+  if (UNLIKELY(scratch)) {
     static __thread cp_prof_ent sink;   /* same work, nothing recorded */
     cp_prof_ent *e = &sink;
     e->calls++; e->total += dur; e->self += self; e->bytes += bytes;
@@ -607,6 +752,20 @@ ncclResult_t cp_core_stop(void *eHandle) {
   if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
   if (type == ncclProfileGroupApi) cp_mask_on_group_stop();   /* may switch KernelCh */
   return NCCL_OK;
+}
+
+ncclResult_t cp_core_stop(void *eHandle) {
+  const uint64_t h = (uint64_t)(uintptr_t)eHandle;
+  cp_thr *t = cp_tls_thr;
+  if (LIKELY(t && handle_in_last_pool(t, h))) {
+    cp_pool *pool = t->last_pool;
+    if (LIKELY(!(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED) |
+                 atomic_load_explicit(&g.stopped, memory_order_relaxed)))) {
+      const cp_handle_fields f = cp_handle_fields_of(h);
+      return stop_body(t, pool, &f, h, 0);
+    }
+  }
+  return stop_general(eHandle);
 }
 
 /* ---- recordEventState ---- */
@@ -635,18 +794,9 @@ __attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, uint32
   if (atomic_load_explicit(&g.trace_on, memory_order_relaxed)) {
     const uint64_t now = cp_clock_now();   /* only the trace needs the time */
     if (LIKELY(eState >= 0 && eState < 256)) {
-      cp_srec *r = cp_trace_reserve_state();   /* 32 bytes, expanded by the writer */
-      if (r) {
-        r->kind = CP_REC_STATE_C;
-        r->flags = (uint8_t)((kind == 4 ? 0 : kind) | (pxn ? 8 : 0));
-        r->type_idx = (uint8_t)__builtin_ctz(type);
-        r->state = (uint8_t)eState;
-        r->tid = t->tid;
-        r->handle = h;
-        r->ts = now;
-        r->arg = arg;
-        cp_trace_commit_state();
-      }
+      const cp_srec r = {CP_REC_STATE_C, (uint8_t)((kind == 4 ? 0 : kind) | (pxn ? 8 : 0)),
+                         (uint8_t)__builtin_ctz(type), (uint8_t)eState, t->tid, h, now, arg};
+      cp_trace_put_state(&r);   /* 32 bytes, expanded by the writer */
     } else {
       cp_rec r;
       memset(&r, 0, sizeof r);
@@ -669,7 +819,14 @@ __attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, uint32
   if (UNLIKELY(capture)) cp_capture_state(h, eState, kind, arg);
 }
 
-ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventStateArgs_v5_t *a) {
+/* state_body: after the pool was found and checked; cp_core_state takes
+ * the common case as cp_core_stop does, state_general every other. */
+static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, cp_pool *pool, const cp_handle_fields *pf,
+                                                                    uint64_t h, int eState,
+                                                                    const ncclProfilerEventStateArgs_v5_t *a, int scratch);
+
+__attribute__((noinline)) static ncclResult_t state_general(void *eHandle, int eState,
+                                                           const ncclProfilerEventStateArgs_v5_t *a) {
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
   cp_handle_fields f;
   if (UNLIKELY(!h)) { bad(W_NULL_HANDLE, "recordEventState with a NULL handle"); return NCCL_OK; }
@@ -685,18 +842,21 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
     bad(W_AFTER_FINI, "recordEventState after its communicator was finalized; ignored");
     return NCCL_OK;
   }
+  return state_body(t, pool, &f, h, eState, a, pool->scratch);
+}
+
+static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, cp_pool *pool, const cp_handle_fields *pf,
+                                                                    uint64_t h, int eState,
+                                                                    const ncclProfilerEventStateArgs_v5_t *a, int scratch) {
+  const cp_handle_fields f = *pf;
   cp_pool_lock(pool);
   cp_slot *s = cp_pool_slot(pool, f.slot);
-  if (UNLIKELY(!s || (s->gen & 0xFFu) != f.gen || s->path != f.path || s->gen == 0)) {
-    const int released = pool->released;
+  if (UNLIKELY(!s || cp_slot_key(s) != cp_handle_key(h))) {
+    const int released = pool->released, stopped = s && cp_slot_key(s) == (cp_handle_key(h) & ~CP_KEY_LIVE);
     cp_pool_unlock(pool);
     if (released) bad(W_AFTER_FINI, "recordEventState after its communicator was finalized; ignored");
+    else if (stopped) bad(W_STATE_STOPPED, "recordEventState on a stopped event; ignored");
     else bad(W_STALE_HANDLE, "recordEventState with a stale or invalid handle; ignored");
-    return NCCL_OK;
-  }
-  if (UNLIKELY(!s->live)) {
-    cp_pool_unlock(pool);
-    bad(W_STATE_STOPPED, "recordEventState on a stopped event; ignored");
     return NCCL_OK;
   }
   const uint32_t type = s->type;
@@ -706,7 +866,7 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
   }
   const int pxn = s->is_pxn;
   cp_pool_unlock(pool);
-  if (UNLIKELY(pool->scratch)) return NCCL_OK;
+  if (UNLIKELY(scratch)) return NCCL_OK;
   if (LIKELY(f.path != CP_PATH_NONE)) cp_profile_state_t(t, f.path);
   /* With the trace and the capture off a state is only counted: the rest
    * stays out of line. */
@@ -714,6 +874,20 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
                __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED)))
     state_record(t, h, f.comm, eState, a, type, pxn);
   return NCCL_OK;
+}
+
+ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventStateArgs_v5_t *a) {
+  const uint64_t h = (uint64_t)(uintptr_t)eHandle;
+  cp_thr *t = cp_tls_thr;
+  if (LIKELY(t && handle_in_last_pool(t, h))) {
+    cp_pool *pool = t->last_pool;
+    if (LIKELY(!(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED) |
+                 atomic_load_explicit(&g.stopped, memory_order_relaxed)))) {
+      const cp_handle_fields f = cp_handle_fields_of(h);
+      return state_body(t, pool, &f, h, eState, a, 0);
+    }
+  }
+  return state_general(eHandle, eState, a);
 }
 
 /* ---- init / finalize ---- */

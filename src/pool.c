@@ -25,7 +25,6 @@ cp_pool *cp_pool_create(uint32_t comm_index, uint32_t chunk_size, uint64_t black
   p->comm_index = comm_index;
   p->chunk_size = chunk_size;
   p->chunk_shift = (chunk_size & (chunk_size - 1)) ? -1 : __builtin_ctz(chunk_size);
-  p->chunk_mask = chunk_size - 1;
   p->max_chunks = CP_POOL_FB_BASE / chunk_size;
   p->bl_cap = blacklist_cap ? blacklist_cap : 1;
   p->bl_head = p->bl_tail = CP_SLOT_NIL;
@@ -84,7 +83,8 @@ void cp_pool_release_chunks(cp_pool *p) {
   }
   p->fb = NULL;
   p->chunks = NULL;
-  p->nchunks = p->chunks_cap = p->capacity = p->fast_cap = p->next = p->busy = 0;
+  p->slots0 = NULL;
+  p->nchunks = p->chunks_cap = p->capacity = p->cap0 = p->next = p->busy = 0;
   p->bl_size = 0;
   p->bl_head = p->bl_tail = CP_SLOT_NIL;
   p->max_chunks = 0;               /* never grows again */
@@ -121,7 +121,10 @@ static int grow(cp_pool *p) {
   p->chunks[p->nchunks++] = c;
   p->next = p->capacity;          /* continue round robin in the new chunk */
   p->capacity += p->chunk_size;
-  if (p->chunk_shift >= 0) p->fast_cap = p->capacity;
+  if (p->nchunks == 1) {
+    p->slots0 = c;
+    p->cap0 = p->chunk_size;
+  }
   return 0;
 }
 
@@ -145,7 +148,8 @@ cp_slot *cp_pool_alloc_slow(cp_pool *p, uint32_t *idx) {
       if (p->fb[i]) continue;
       cp_slot *s = cp_calloc_lines(sizeof *s);
       if (!s) break;
-      s->gen = ++p->fb_gen ? p->fb_gen : ++p->fb_gen;
+      do p->fb_gen++; while ((p->fb_gen & 0xFFu) == 0);
+      s->gen = p->fb_gen;
       s->fallback = 1;
       s->lru_prev = s->lru_next = CP_SLOT_NIL;
       cp_pool_reset_slot(s);
@@ -162,8 +166,7 @@ cp_slot *cp_pool_alloc_slow(cp_pool *p, uint32_t *idx) {
     cp_slot *s = chunk_slot(p, i);
     if (!s->live && s->refcnt == 0) {
       if (s->span_n) cp_pool_flush_span(s);   /* lazily account the old GPU span */
-      s->gen++;
-      if (s->gen == 0) s->gen = 1;
+      cp_slot_next_gen(s);
       cp_pool_reset_slot(s);
       p->busy++;
       p->next = i + 1;

@@ -38,7 +38,9 @@
 #ifndef COLLPROF_POOL_H
 #define COLLPROF_POOL_H
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "trace.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -53,14 +55,16 @@
 
 typedef struct cp_slot {
   /* first cache line: what every start, stop and state touches */
-  uint32_t gen;          /* bumped at each hand-out; 0 = never handed out */
+  /* bytes 0-7 in this order: cp_slot_key reads them as one word */
+  uint32_t gen;          /* bumped at each hand-out (cp_slot_next_gen: its low
+                            8 bits are never 0); 0 = never handed out */
+  uint16_t path;
   uint8_t live;          /* started, not yet stopped */
   uint8_t fallback;      /* plain allocation: freed at stop */
   uint8_t has_gpu_stop;  /* KernelCh: state 22 seen */
   uint8_t parent_linked; /* parent_* name a slot (generation checked) */
   uint8_t took_ref;      /* holds one reference on that parent */
   uint8_t is_pxn;
-  uint16_t path;
   uint32_t type;         /* NCCL type bit */
   uint32_t refcnt;       /* live children naming this slot (blacklist) */
   uint32_t parent_comm, parent_slot, parent_gen;
@@ -86,15 +90,39 @@ typedef struct cp_slot {
 } cp_slot;
 _Static_assert(sizeof(cp_slot) == 256, "a slot is 4 cache lines (chunks are line-aligned)");
 
+_Static_assert(offsetof(cp_slot, path) == 4 && offsetof(cp_slot, live) == 6, "cp_slot_key layout");
+
+/* What a handle says about its slot, as one word: generation's low 8 bits
+ * (bits 0-7), path (32-47), live (48).  A slot matches a handle when its
+ * cp_slot_key equals cp_handle_key: one load and one compare on every stop
+ * and state instead of four tests (a never-used slot has generation 0,
+ * which no handle carries).  CP_KEY_LIVE masked off: the same slot,
+ * stopped or not (a parent). */
+#define CP_KEY_LIVE (1ull << 48)
+static inline uint64_t cp_slot_key(const cp_slot *s) {
+  uint64_t w;
+  memcpy(&w, s, sizeof w);
+  return w & 0x0001FFFF000000FFull;
+}
+static inline uint64_t cp_handle_key(uint64_t h) {
+  return (h & 0xFFu) | ((h >> 12) & 0x0000FFFF00000000ull) | CP_KEY_LIVE;
+}
+/* The next generation of a slot handed out again: low 8 bits never 0. */
+static inline void cp_slot_next_gen(cp_slot *s) {
+  uint32_t g = s->gen + 1;
+  if ((g & 0xFFu) == 0) g++;
+  s->gen = g;
+}
+
 typedef struct cp_pool {
   atomic_flag lock;
   char pad0[60];
   uint32_t comm_index;
   uint32_t chunk_size;
   int chunk_shift;       /* log2(chunk_size) when a power of two, else -1 */
-  uint32_t chunk_mask;   /* chunk_size - 1 */
-  uint32_t fast_cap;     /* capacity when chunk_shift >= 0, else 0: below it
-                            cp_pool_slot is a shift and a mask */
+  uint32_t cap0;         /* slots in chunks[0] while it exists, else 0: most
+                            pools never grow, so cp_pool_slot is one compare */
+  cp_slot *slots0;       /* chunks[0] */
   int scratch;           /* self-cost pool: records nothing */
   int finalized;         /* its communicator was finalized (relaxed atomic) */
   int released;          /* chunks freed at finalize: no slot is found any more */
@@ -194,7 +222,7 @@ static inline cp_slot *cp_pool_chunk_slot(const cp_pool *p, uint32_t idx) {
 }
 
 static inline cp_slot *cp_pool_slot(cp_pool *p, uint32_t idx) {
-  if (__builtin_expect(idx < p->fast_cap, 1)) return &p->chunks[idx >> p->chunk_shift][idx & p->chunk_mask];
+  if (__builtin_expect(idx < p->cap0, 1)) return &p->slots0[idx];
   return cp_pool_slot_slow(p, idx);
 }
 
@@ -213,10 +241,9 @@ static inline void cp_pool_reset_slot(cp_slot *s) {
 static inline cp_slot *cp_pool_alloc(cp_pool *p, uint32_t *idx) {
   uint32_t i = p->next;
   if (__builtin_expect(i < p->capacity && p->busy < p->capacity, 1)) {
-    cp_slot *s = cp_pool_chunk_slot(p, i);
+    cp_slot *s = i < p->cap0 ? &p->slots0[i] : cp_pool_chunk_slot(p, i);
     if (__builtin_expect(!s->live && s->refcnt == 0 && s->span_n == 0, 1)) {
-      s->gen++;
-      if (__builtin_expect(s->gen == 0, 0)) s->gen = 1;
+      cp_slot_next_gen(s);
       cp_pool_reset_slot(s);
       p->busy++;
       p->next = i + 1;

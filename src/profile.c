@@ -18,6 +18,7 @@ cp_prof_ent *cp_prof_ent_slow(cp_thr *t, uint32_t path) {
     /* First event of this thread in these 256 paths: one allocation. */
     c = cp_calloc_lines(CP_PROF_CHUNK * sizeof *c);
     if (!c) return NULL;
+    for (uint32_t i = 0; i < CP_PROF_CHUNK; i++) c[i].min = UINT64_MAX;   /* no first-call test at stop */
     __atomic_store_n(&t->prof[path / CP_PROF_CHUNK], c, __ATOMIC_RELEASE);
   }
   return &c[path % CP_PROF_CHUNK];

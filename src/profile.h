@@ -30,11 +30,13 @@ static inline cp_prof_ent *cp_prof_ent_get(cp_thr *t, uint32_t path) {
   }
   return cp_prof_ent_slow(t, path);
 }
-static inline void cp_profile_stop_t(cp_thr *t, uint32_t path, uint64_t dur, uint64_t self, uint64_t bytes) {
+/* min starts at UINT64_MAX (cp_prof_ent_slow), so no first-call test. */
+static inline __attribute__((always_inline)) void cp_profile_stop_t(cp_thr *t, uint32_t path, uint64_t dur,
+                                                                    uint64_t self, uint64_t bytes) {
   cp_prof_ent *e = cp_prof_ent_get(t, path);
   if (!e) return;
   uint64_t calls = cp_ld(&e->calls);
-  if (calls == 0 || dur < cp_ld(&e->min)) __atomic_store_n(&e->min, dur, __ATOMIC_RELAXED);
+  if (dur < cp_ld(&e->min)) __atomic_store_n(&e->min, dur, __ATOMIC_RELAXED);
   if (dur > cp_ld(&e->max)) __atomic_store_n(&e->max, dur, __ATOMIC_RELAXED);
   cp_inc(&e->total, dur);
   cp_inc(&e->self, self);

@@ -43,6 +43,7 @@ typedef struct cp_thr {
   struct cp_comm *last_comm;
   uint32_t last_pidx;
   struct cp_pool *last_pool;
+  uint64_t last_hkey;           /* handle tag and last_pidx as handle bits, 0 = none */
   /* counters (single writer, relaxed) */
   uint64_t events, events_pxn, unknown_parent;
   /* mask_control.c: API calls this thread saw, and those sampled (summed

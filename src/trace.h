@@ -76,15 +76,12 @@ void cp_srec_expand(const cp_srec *s, cp_rec *r);
 void cp_trace_start(void);
 /* Hot path: copy one record into this thread's ring. Never blocks. */
 void cp_trace_put(const cp_rec *r);
-/* Hot path, write in place: a record (or a compact state record) in this
- * thread's ring to fill, then publish it with the matching commit, on the
- * same thread, before any other trace call of that thread.  NULL when the
- * ring is full (counted as dropped) or the trace is off: nothing to
- * commit. */
-cp_rec *cp_trace_reserve(void);
-void cp_trace_commit(void);
-cp_srec *cp_trace_reserve_state(void);
-void cp_trace_commit_state(void);
+/* Hot path, one call each: a state record; an event record copied from r
+ * (built in the event's slot at start) with its stop time, stop thread and
+ * (KernelCh) GPU stop filled in.  A full ring drops the record and counts
+ * it; with the trace off they do nothing. */
+void cp_trace_put_state(const cp_srec *r);
+void cp_trace_put_stopped(const cp_rec *r, uint64_t stop_ns, int32_t stop_tid, uint64_t gpu_stop);
 /* Drain every ring and write everything out (called at finalize/exit). */
 void cp_trace_flush(void);
 /* Records lost to full rings. */

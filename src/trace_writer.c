@@ -2,11 +2,12 @@
  * trace_writer.c — per-thread rings of cp_rec and the writer thread that
  * turns them into the JSONL trace (trace.h, trace_writer.h).
  *
- * Hot path: one relaxed load of the accept flag, the thread's ring from an
- * initial-exec TLS pointer, the record written once into the ring and a
- * release store of the head.  Rings are arrays of 32-byte units: a full
- * cp_rec takes 4 (cp_trace_put copies one in; cp_trace_reserve/commit let
- * the event stop write its record in place), a state record takes 1
+ * Hot path: the thread's ring from an initial-exec TLS pointer, one
+ * relaxed load of the accept flag, the record written once into the ring
+ * and a release store of the head; wrap, attach and a ring that may be
+ * half full go out of line (reserve_slow).  Rings are arrays of 32-byte
+ * units: a full cp_rec takes 4 (cp_trace_put, cp_trace_put_stopped), a
+ * state record takes 1
  * (cp_srec, trace.h: states are half the records of a run and need only
  * the handle, time, thread and argument; the writer expands them).  A
  * 4-unit record never wraps: the rest of the ring is skipped with a pad
@@ -42,6 +43,7 @@
  * a tail (cp_trace_in_fork_child() tells the exit-time code).  A child that
  * exec()s loads collprof afresh and traces normally.
  */
+#include "nccl_profiler_abi.h"
 #include "trace.h"
 #include "trace_writer.h"
 #include "trace_json.h"
@@ -411,6 +413,10 @@ __attribute__((noinline, cold)) static cp_ring *ring_attach(void) {
     return NULL;
   }
   memset(rg, 0, sizeof *rg);
+  /* Touch every page now, once per thread: otherwise the first pass
+   * through the ring takes a page fault every 128 records on the
+   * application's thread. */
+  memset(slots, 0, slots_bytes);
   rg->slots = slots;
   rg->mask = g_cap * 4 - 1;
   rg->half = g_cap * 2;
@@ -428,14 +434,15 @@ got:
 
 /* Room for n units at the head (n = 1 or 4), a pad written first when a
  * 4-unit record would wrap.  NULL (and the record counted as dropped) when
- * the ring is full or the trace takes no records. */
-static inline cp_unit *reserve(unsigned n) {
-  if (__builtin_expect(!atomic_load_explicit(&g_accept, memory_order_relaxed), 0)) return NULL;
+ * the ring is full or the trace takes no records.  The slow path: no ring
+ * yet, a wrap, or the cached tail says the ring may be half full. */
+__attribute__((noinline)) static cp_unit *reserve_slow(unsigned n) {
+  if (!atomic_load_explicit(&g_accept, memory_order_relaxed)) return NULL;
   cp_ring *rg = tl_ring;
-  if (__builtin_expect(!rg, 0) && !(rg = ring_attach())) return NULL;
+  if (!rg && !(rg = ring_attach())) return NULL;
   uint64_t h = rg->head_priv;
   uint64_t pad = n > 1 && (h & rg->mask) + n > rg->mask + 1 ? rg->mask + 1 - (h & rg->mask) : 0;
-  if (__builtin_expect(h + pad + n - rg->tail_cache > rg->half, 0)) {
+  if (h + pad + n - rg->tail_cache > rg->half) {
     rg->tail_cache = atomic_load_explicit(&rg->tail, memory_order_acquire);
     uint64_t fill = h + pad + n - rg->tail_cache;
     if (fill > rg->mask + 1) {       /* full */
@@ -457,6 +464,18 @@ static inline cp_unit *reserve(unsigned n) {
   return &rg->slots[h & rg->mask];
 }
 
+/* The usual case inlined: a ring, no wrap, and less than half full by the
+ * cached tail (the consumer's line is not touched). */
+static inline cp_unit *reserve(unsigned n) {
+  cp_ring *rg = tl_ring;
+  if (__builtin_expect(rg != NULL && atomic_load_explicit(&g_accept, memory_order_relaxed), 1)) {
+    const uint64_t h = rg->head_priv;
+    if (__builtin_expect(h + n - rg->tail_cache <= rg->half && (h & rg->mask) + n <= rg->mask + 1, 1))
+      return &rg->slots[h & rg->mask];
+  }
+  return reserve_slow(n);
+}
+
 /* Publish the n units reserve() returned. */
 static inline void commit(unsigned n) {
   cp_ring *rg = tl_ring;
@@ -472,11 +491,24 @@ void cp_trace_put(const cp_rec *r) {
   commit(4);
 }
 
-cp_rec *cp_trace_reserve(void) { return (cp_rec *)reserve(4); }
-void cp_trace_commit(void) { commit(4); }
+void cp_trace_put_state(const cp_srec *r) {
+  cp_unit *u = reserve(1);
+  if (!u) return;
+  memcpy(u, r, sizeof *r);
+  commit(1);
+}
 
-cp_srec *cp_trace_reserve_state(void) { return (cp_srec *)reserve(1); }
-void cp_trace_commit_state(void) { commit(1); }
+void cp_trace_put_stopped(const cp_rec *r, uint64_t stop_ns, int32_t stop_tid, uint64_t gpu_stop) {
+  cp_unit *u = reserve(4);
+  if (!u) return;
+  cp_rec *o = (cp_rec *)u;
+  memcpy(o, r, sizeof *r);
+  o->stop_ns = stop_ns;
+  o->stop_tid = stop_tid;
+  if (r->type == ncclProfileKernelCh) o->d.kernel_ch.gpu_stop = gpu_stop;
+  commit(4);
+}
+
 
 /* ---- life cycle ---- */
 
