@@ -46,6 +46,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -679,6 +680,47 @@ __attribute__((noinline)) static void stop_record(const cp_thr *t, const cp_slot
   cp_trace_put_stopped(&s->rec, now, t->tid, s->has_gpu_stop ? s->gpu_stop : 0);
 }
 
+/* ---- stop and state: finding the handle's pool ----
+ * handle_pool_checked: every check, one warning for a bad handle (cb names
+ * the callback in it); NULL when the call is to be ignored.  fast_pool: the
+ * common case only (the pool this thread used last, not finalized), NULL
+ * to take the checked way. */
+__attribute__((cold, noinline)) static void bad_handle(int kind, const char *cb, const char *what) {
+  char line[160];
+  snprintf(line, sizeof line, "%s %s", cb, what);
+  bad(kind, line);
+}
+
+static cp_pool *handle_pool_checked(uint64_t h, cp_handle_fields *f, cp_thr **tp, const char *cb) {
+  if (UNLIKELY(!h)) { bad_handle(W_NULL_HANDLE, cb, "with a NULL handle"); return NULL; }
+  if (UNLIKELY(!cp_handle_decode(h, f))) {
+    bad_handle(W_FOREIGN_HANDLE, cb, "with a handle collprof did not create");
+    return NULL;
+  }
+  if (UNLIKELY(atomic_load_explicit(&g.stopped, memory_order_relaxed))) {
+    bad(W_SHUTDOWN, "NCCL callback after collprof_shutdown(); ignored");
+    return NULL;
+  }
+  cp_thr *t = *tp = cp_thr_get();
+  cp_pool *pool = pool_lookup(t, f->comm);
+  if (UNLIKELY(!pool)) { bad_handle(W_FOREIGN_HANDLE, cb, "with a handle collprof did not create"); return NULL; }
+  if (UNLIKELY(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED))) {
+    bad_handle(W_AFTER_FINI, cb, "after its communicator was finalized; ignored");
+    return NULL;
+  }
+  return pool;
+}
+
+static inline cp_pool *fast_pool(const cp_thr *t, uint64_t h) {
+  if (LIKELY(t && handle_in_last_pool(t, h))) {
+    cp_pool *pool = t->last_pool;
+    if (LIKELY(!(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED) |
+                 atomic_load_explicit(&g.stopped, memory_order_relaxed))))
+      return pool;
+  }
+  return NULL;
+}
+
 /* ---- stopEvent ----
  * stop_body: everything after the pool was found and checked (scratch: the
  * self-cost pool, a compile-time 0 on the common path).  cp_core_stop
@@ -690,19 +732,9 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
 __attribute__((noinline)) static ncclResult_t stop_general(void *eHandle) {
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
   cp_handle_fields f;
-  if (UNLIKELY(!h)) { bad(W_NULL_HANDLE, "stopEvent with a NULL handle"); return NCCL_OK; }
-  if (UNLIKELY(!cp_handle_decode(h, &f))) { bad(W_FOREIGN_HANDLE, "stopEvent with a handle collprof did not create"); return NCCL_OK; }
-  if (UNLIKELY(atomic_load_explicit(&g.stopped, memory_order_relaxed))) {
-    bad(W_SHUTDOWN, "NCCL callback after collprof_shutdown(); ignored");
-    return NCCL_OK;
-  }
-  cp_thr *t = cp_thr_get();
-  cp_pool *pool = pool_lookup(t, f.comm);
-  if (UNLIKELY(!pool)) { bad(W_FOREIGN_HANDLE, "stopEvent with a handle collprof did not create"); return NCCL_OK; }
-  if (UNLIKELY(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED))) {
-    bad(W_AFTER_FINI, "stopEvent after its communicator was finalized; ignored");
-    return NCCL_OK;
-  }
+  cp_thr *t;
+  cp_pool *pool = handle_pool_checked(h, &f, &t, "stopEvent");
+  if (!pool) return NCCL_OK;
   return stop_body(t, pool, &f, h, pool->scratch);
 }
 
@@ -757,13 +789,10 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
 ncclResult_t cp_core_stop(void *eHandle) {
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
   cp_thr *t = cp_tls_thr;
-  if (LIKELY(t && handle_in_last_pool(t, h))) {
-    cp_pool *pool = t->last_pool;
-    if (LIKELY(!(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED) |
-                 atomic_load_explicit(&g.stopped, memory_order_relaxed)))) {
-      const cp_handle_fields f = cp_handle_fields_of(h);
-      return stop_body(t, pool, &f, h, 0);
-    }
+  cp_pool *pool = fast_pool(t, h);
+  if (LIKELY(pool != NULL)) {
+    const cp_handle_fields f = cp_handle_fields_of(h);
+    return stop_body(t, pool, &f, h, 0);
   }
   return stop_general(eHandle);
 }
@@ -829,19 +858,9 @@ __attribute__((noinline)) static ncclResult_t state_general(void *eHandle, int e
                                                            const ncclProfilerEventStateArgs_v5_t *a) {
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
   cp_handle_fields f;
-  if (UNLIKELY(!h)) { bad(W_NULL_HANDLE, "recordEventState with a NULL handle"); return NCCL_OK; }
-  if (UNLIKELY(!cp_handle_decode(h, &f))) { bad(W_FOREIGN_HANDLE, "recordEventState with a handle collprof did not create"); return NCCL_OK; }
-  if (UNLIKELY(atomic_load_explicit(&g.stopped, memory_order_relaxed))) {
-    bad(W_SHUTDOWN, "NCCL callback after collprof_shutdown(); ignored");
-    return NCCL_OK;
-  }
-  cp_thr *t = cp_thr_get();
-  cp_pool *pool = pool_lookup(t, f.comm);
-  if (UNLIKELY(!pool)) { bad(W_FOREIGN_HANDLE, "recordEventState with a handle collprof did not create"); return NCCL_OK; }
-  if (UNLIKELY(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED))) {
-    bad(W_AFTER_FINI, "recordEventState after its communicator was finalized; ignored");
-    return NCCL_OK;
-  }
+  cp_thr *t;
+  cp_pool *pool = handle_pool_checked(h, &f, &t, "recordEventState");
+  if (!pool) return NCCL_OK;
   return state_body(t, pool, &f, h, eState, a, pool->scratch);
 }
 
@@ -879,13 +898,10 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
 ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventStateArgs_v5_t *a) {
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
   cp_thr *t = cp_tls_thr;
-  if (LIKELY(t && handle_in_last_pool(t, h))) {
-    cp_pool *pool = t->last_pool;
-    if (LIKELY(!(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED) |
-                 atomic_load_explicit(&g.stopped, memory_order_relaxed)))) {
-      const cp_handle_fields f = cp_handle_fields_of(h);
-      return state_body(t, pool, &f, h, eState, a, 0);
-    }
+  cp_pool *pool = fast_pool(t, h);
+  if (LIKELY(pool != NULL)) {
+    const cp_handle_fields f = cp_handle_fields_of(h);
+    return state_body(t, pool, &f, h, eState, a, 0);
   }
   return state_general(eHandle, eState, a);
 }
