@@ -317,6 +317,54 @@ __attribute__((noinline)) static void start_record(cp_thr *t, cp_slot *s, const 
   fill_details(t, r, d, type, dt);
 }
 
+/* What both start paths take from the descriptor: the interned func, the
+ * datatype (Coll/P2p) and the bytes moved. */
+static inline __attribute__((always_inline)) void descr_func(cp_thr *t, const ncclProfilerEventDescr_v5_t *d,
+                                                             uint32_t type, uint32_t *func, uint32_t *dt,
+                                                             uint64_t *bytes) {
+  *func = *dt = 0;
+  *bytes = 0;
+  switch (type) {
+  case ncclProfileCollApi: *func = cp_str_intern_t(t, d->collApi.func); break;
+  case ncclProfileP2pApi: *func = cp_str_intern_t(t, d->p2pApi.func); break;
+  case ncclProfileColl:
+    *func = cp_str_intern_t(t, d->coll.func);
+    *dt = cp_str_intern_t(t, d->coll.datatype);
+    *bytes = (uint64_t)d->coll.count * cp_datatype_size(*dt);
+    break;
+  case ncclProfileP2p:
+    *func = cp_str_intern_t(t, d->p2p.func);
+    *dt = cp_str_intern_t(t, d->p2p.datatype);
+    *bytes = (uint64_t)d->p2p.count * cp_datatype_size(*dt);
+    break;
+  case ncclProfileProxyOp: *func = d->proxyOp.isSend ? g.id_send : g.id_recv; break;
+  default: break;
+  }
+}
+
+/* References a Coll/P2p of a sampled call holds for its KernelCh children. */
+static inline uint32_t kc_hold(const ncclProfilerEventDescr_v5_t *d, uint32_t type) {
+  const uint32_t n = type == ncclProfileColl ? d->coll.nChannels : d->p2p.nChannels;
+  return n ? n : 1;
+}
+
+/* After a recorded start, outside the pool lock: the capture line and the
+ * mask control's hooks (GroupApi opens a call, CollApi/P2pApi names it). */
+static inline __attribute__((always_inline)) void start_hooks(cp_thr *t, const ncclProfilerEventDescr_v5_t *d,
+                                                              uint32_t type, uint32_t path, uint64_t handle,
+                                                              uint64_t ctxv) {
+  if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_start(ctxv, handle, d);
+  if (type == ncclProfileGroupApi) {
+    t->sampled = cp_mask_kernelch_on();
+    if (UNLIKELY(d->groupApi.graphCaptured)) cp_mask_on_graph_capture();
+    cp_mask_on_group_start(t->tid);
+  } else if (type == ncclProfileCollApi || type == ncclProfileP2pApi) {
+    if (UNLIKELY(type == ncclProfileCollApi ? d->collApi.graphCaptured : d->p2pApi.graphCaptured))
+      cp_mask_on_graph_capture();
+    cp_mask_on_api_call(path, t->sampled);
+  }
+}
+
 /* No slot (pool released or out of memory): undo the parent link, unlock
  * the pool (held on entry), one bad call. */
 __attribute__((cold, noinline)) static void start_no_slot(cp_pool *pool, cp_pool *ppool, const plink *pl) {
@@ -399,24 +447,9 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
     pdec = 0;
     if (!scratch) cp_inc(&t->unknown_parent, 1);
   }
-  uint32_t func = 0, dt = 0;
-  uint64_t bytes = 0;
-  switch (type) {
-  case ncclProfileCollApi: func = cp_str_intern_t(t, d->collApi.func); break;
-  case ncclProfileP2pApi: func = cp_str_intern_t(t, d->p2pApi.func); break;
-  case ncclProfileColl:
-    func = cp_str_intern_t(t, d->coll.func);
-    dt = cp_str_intern_t(t, d->coll.datatype);
-    bytes = (uint64_t)d->coll.count * cp_datatype_size(dt);
-    break;
-  case ncclProfileP2p:
-    func = cp_str_intern_t(t, d->p2p.func);
-    dt = cp_str_intern_t(t, d->p2p.datatype);
-    bytes = (uint64_t)d->p2p.count * cp_datatype_size(dt);
-    break;
-  case ncclProfileProxyOp: func = d->proxyOp.isSend ? g.id_send : g.id_recv; break;
-  default: break;
-  }
+  uint32_t func, dt;
+  uint64_t bytes;
+  descr_func(t, d, type, &func, &dt, &bytes);
   uint32_t path = scratch ? cp_path_probe(parent_path, type, func) : cp_path_child_t(t, parent_path, type, func);
 
   /* A parent in another pool is linked under its own lock first (locks are
@@ -436,8 +469,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   if ((type == ncclProfileColl || type == ncclProfileP2p) && !scratch && !pxn) {
     kc_call = v4 ? cp_mask_kernelch_on() : t->sampled;
     if (kc_call) {
-      hold = type == ncclProfileColl ? d->coll.nChannels : d->p2p.nChannels;
-      if (hold == 0) hold = 1;
+      hold = kc_hold(d, type);
     }
   }
   const int trace = !scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
@@ -491,18 +523,8 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
 
   cp_inc(&t->events, 1);
   if (pxn) cp_inc(&t->events_pxn, 1);
-  if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_start(ctxv, handle, d);
-  if (type == ncclProfileGroupApi) {
-    t->sampled = cp_mask_kernelch_on();
-    if (UNLIKELY(d->groupApi.graphCaptured)) cp_mask_on_graph_capture();
-    cp_mask_on_group_start(t->tid);
-  } else if (type == ncclProfileCollApi || type == ncclProfileP2pApi) {
-    if (UNLIKELY(type == ncclProfileCollApi ? d->collApi.graphCaptured : d->p2pApi.graphCaptured))
-      cp_mask_on_graph_capture();
-    cp_mask_on_api_call(path, t->sampled);
-  } else if (v4 && (type == ncclProfileColl || type == ncclProfileP2p)) {
-    cp_mask_on_api_call(path, kc_call);
-  }
+  start_hooks(t, d, type, path, handle, ctxv);
+  if (v4 && (type == ncclProfileColl || type == ncclProfileP2p)) cp_mask_on_api_call(path, kc_call);
   return NCCL_OK;
 }
 
@@ -532,27 +554,10 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
     if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return 0;
   }
-  uint32_t func = 0, dt = 0;
-  uint64_t bytes = 0;
-  uint32_t hold = 0;
-  switch (type) {
-  case ncclProfileCollApi: func = cp_str_intern_t(t, d->collApi.func); break;
-  case ncclProfileP2pApi: func = cp_str_intern_t(t, d->p2pApi.func); break;
-  case ncclProfileColl:
-    func = cp_str_intern_t(t, d->coll.func);
-    dt = cp_str_intern_t(t, d->coll.datatype);
-    bytes = (uint64_t)d->coll.count * cp_datatype_size(dt);
-    if (t->sampled) hold = d->coll.nChannels ? d->coll.nChannels : 1;
-    break;
-  case ncclProfileP2p:
-    func = cp_str_intern_t(t, d->p2p.func);
-    dt = cp_str_intern_t(t, d->p2p.datatype);
-    bytes = (uint64_t)d->p2p.count * cp_datatype_size(dt);
-    if (t->sampled) hold = d->p2p.nChannels ? d->p2p.nChannels : 1;
-    break;
-  case ncclProfileProxyOp: func = d->proxyOp.isSend ? g.id_send : g.id_recv; break;
-  default: break;
-  }
+  uint32_t func, dt;
+  uint64_t bytes;
+  descr_func(t, d, type, &func, &dt, &bytes);
+  const uint32_t hold = (type & (ncclProfileColl | ncclProfileP2p)) && t->sampled ? kc_hold(d, type) : 0;
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
   const int trace = atomic_load_explicit(&g.trace_on, memory_order_relaxed);
   const uint64_t now = cp_clock_now();
@@ -600,16 +605,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   cp_pool_unlock(pool);
   *eHandle = (void *)(uintptr_t)handle;
   cp_inc(&t->events, 1);
-  if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_start(ctxv, handle, d);
-  if (type == ncclProfileGroupApi) {
-    t->sampled = cp_mask_kernelch_on();
-    if (UNLIKELY(d->groupApi.graphCaptured)) cp_mask_on_graph_capture();
-    cp_mask_on_group_start(t->tid);
-  } else if (type == ncclProfileCollApi || type == ncclProfileP2pApi) {
-    if (UNLIKELY(type == ncclProfileCollApi ? d->collApi.graphCaptured : d->p2pApi.graphCaptured))
-      cp_mask_on_graph_capture();
-    cp_mask_on_api_call(path, t->sampled);
-  }
+  start_hooks(t, d, type, path, handle, ctxv);
   return 1;
 }
 
