@@ -11,8 +11,9 @@
  * different communicators.  Cost: the thread block is read once per
  * callback and passed down (the cache hits of paths, strings and profile
  * are inlined); one clock read at start and one at stop, none for a state
- * when the trace is off; the pool lock once per callback (twice when a
- * parent lives in another pool); with the trace on, the event record is
+ * when the trace is off; the pool lock once per start and stop (twice when
+ * a parent lives in another pool), none for a state (one lock-free read of
+ * the slot; KernelCh's GPU stop excepted); with the trace on, the event record is
  * built in the slot at start and copied once, at stop, straight into the
  * ring, and a state is a 32-byte record.
  *
@@ -69,6 +70,7 @@
 #include "strtab.h"
 #include "tls.h"
 #include "trace.h"
+#include "trace_ring.h"
 
 #define CP_EXPORT __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
@@ -794,19 +796,19 @@ ncclResult_t cp_core_stop(void *eHandle) {
 }
 
 /* ---- recordEventState ---- */
+/* What a state's argument is, by state number: 1 transSize, 2
+ * appendedProxyOps, 3 pTimer (gpuStop), 0 other (data, not written). */
+static const uint8_t state_kind_tab[32] = {
+  [8] = 1, [9] = 1, [10] = 1, [11] = 1, [12] = 1, [20] = 1, [18] = 2, [22] = 3,
+};
 static inline int state_arg_kind(int st) {
-  switch (st) {
-  case 8: case 9: case 10: case 11: case 12: case 20: return 1;   /* transSize */
-  case 18: return 2;                                              /* appendedProxyOps */
-  case 22: return 3;                                              /* pTimer (gpuStop) */
-  default: return 4;                                              /* other (not written) */
-  }
+  const int k = (unsigned)st < 32 ? state_kind_tab[st] : 0;
+  return k ? k : 4;                 /* 4: other (not written) */
 }
 
 /* The trace record and the capture line of a state (trace or capture on). */
 __attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, uint32_t fcomm, int eState,
-                                                   const ncclProfilerEventStateArgs_v5_t *a, uint32_t type,
-                                                   int pxn) {
+                                                   const ncclProfilerEventStateArgs_v5_t *a, int pxn) {
   const int capture = __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED);
   int kind = a ? state_arg_kind(eState) : 0;
   uint64_t arg = 0;
@@ -819,8 +821,8 @@ __attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, uint32
   if (atomic_load_explicit(&g.trace_on, memory_order_relaxed)) {
     const uint64_t now = cp_clock_now();   /* only the trace needs the time */
     if (LIKELY(eState >= 0 && eState < 256)) {
-      const cp_srec r = {CP_REC_STATE_C, (uint8_t)((kind == 4 ? 0 : kind) | (pxn ? 8 : 0)),
-                         (uint8_t)__builtin_ctz(type), (uint8_t)eState, t->tid, h, now, arg};
+      const cp_srec r = {CP_REC_STATE_C, (uint8_t)((kind == 4 ? 0 : kind) | (pxn ? 8 : 0)), 0,
+                         (uint8_t)eState, t->tid, h, now, arg};
       cp_trace_put_state(&r);   /* 32 bytes, expanded by the writer */
     } else {
       cp_rec r;
@@ -828,7 +830,6 @@ __attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, uint32
       r.kind = CP_REC_STATE;
       r.is_pxn = (uint8_t)pxn;
       r.state_arg_kind = (uint8_t)(kind == 4 ? 0 : kind);
-      r.type = type;
       r.path = (uint32_t)eState;
       const cp_comm *c = pxn ? NULL : cp_registry_get(fcomm);
       r.rank = c ? c->nccl_rank : -1;
@@ -887,16 +888,52 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
    * stays out of line. */
   if (UNLIKELY(atomic_load_explicit(&g.trace_on, memory_order_relaxed) |
                __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED)))
-    state_record(t, h, f.comm, eState, a, type, pxn);
+    state_record(t, h, f.comm, eState, a, pxn);
   return NCCL_OK;
 }
 
+/* The trace record of a state on the lock-free path: eState < 32, the
+ * capture off.  What state_record writes, without its call. */
+static inline __attribute__((always_inline)) void state_put_fast(const cp_thr *t, uint64_t h, int eState,
+                                                                 const ncclProfilerEventStateArgs_v5_t *a,
+                                                                 int pxn) {
+  uint8_t kind = 0;
+  uint64_t arg = 0;
+  if (a) {
+    kind = state_kind_tab[eState];
+    if (kind == 1) arg = a->transSize;
+    else if (kind == 2) arg = (uint64_t)(int64_t)a->appendedProxyOps;
+    else if (kind == 3) arg = a->pTimer;
+    else arg = (uint64_t)(uintptr_t)a->data;
+  }
+  const cp_srec r = {CP_REC_STATE_C, (uint8_t)(kind | (pxn ? 8 : 0)), 0, (uint8_t)eState,
+                     t->tid, h, cp_clock_now(), arg};
+  cp_trace_put_state_i(&r);
+}
+
+/* A state changes nothing in the slot except KernelCh's GPU stop, so the
+ * common case takes no lock: the handle is checked against its slot with
+ * one lock-free read (pool.h, cp_pool_peek_live) and PXN comes from the
+ * pool (comm 0 is the detach pool).  A state
+ * racing the event's stop on another thread is counted or not, as it
+ * would be with the lock.  Anything the read cannot settle (no match, a
+ * slot outside the first chunk, the path table full, KernelCh's GPU stop)
+ * goes to state_body, which takes the lock and tells the bad cases apart. */
 ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventStateArgs_v5_t *a) {
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
   cp_thr *t = cp_tls_thr;
   cp_pool *pool = fast_pool(t, h);
   if (LIKELY(pool != NULL)) {
     const cp_handle_fields f = cp_handle_fields_of(h);
+    if (LIKELY(eState != ncclProfilerKernelChStop && f.path != CP_PATH_NONE) &&
+        LIKELY(cp_pool_peek_live(pool, f.slot, cp_handle_key(h)) == 1)) {
+      cp_profile_state_t(t, f.path);
+      const int trace = atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+      const int capture = __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED);
+      if (LIKELY(trace && !capture && (unsigned)eState < 32)) state_put_fast(t, h, eState, a, f.comm == 0);
+      else if (UNLIKELY(trace | capture)) state_record(t, h, f.comm, eState, a, f.comm == 0);
+      return NCCL_OK;
+    }
     return state_body(t, pool, &f, h, eState, a, 0);
   }
   return state_general(eHandle, eState, a);

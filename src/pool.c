@@ -3,6 +3,7 @@
  * finalize (pool.h).  The common cases of cp_pool_alloc and cp_pool_slot
  * are inlined in pool.h; the rest is here.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +16,51 @@
 #include "tls.h"
 
 static atomic_flag evict_warned = ATOMIC_FLAG_INIT;
+
+/* ---- chunk cache ----
+ * A finalized communicator's chunks are kept here, not freed, and the next
+ * pool that grows takes them: memory stays bounded by the peak number of
+ * chunks in use at once, and slot memory is never unmapped, which is what
+ * lets cp_pool_peek_live read a slot without the pool lock even while the
+ * communicator is being finalized.  The link lives in slot 0's trace
+ * record, away from the key bytes that such a read looks at. */
+typedef struct cached_chunk { struct cached_chunk *next; uint32_t nslots; } cached_chunk;
+_Static_assert(sizeof(cached_chunk) <= sizeof(cp_rec), "the link fits a slot's record");
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static cached_chunk *cache_head;
+static _Atomic uint64_t cache_bytes;
+
+static inline cached_chunk *cache_link(cp_slot *c) { return (cached_chunk *)(void *)&c[0].rec; }
+
+static void chunk_retire(cp_slot *c, uint32_t nslots) {
+  cached_chunk *l = cache_link(c);
+  l->nslots = nslots;
+  pthread_mutex_lock(&cache_mu);
+  l->next = cache_head;
+  cache_head = l;
+  pthread_mutex_unlock(&cache_mu);
+  atomic_fetch_add_explicit(&cache_bytes, (uint64_t)nslots * sizeof(cp_slot), memory_order_relaxed);
+}
+
+/* A zeroed chunk of nslots slots: from the cache when one fits. */
+static cp_slot *chunk_get(uint32_t nslots) {
+  cp_slot *c = NULL;
+  pthread_mutex_lock(&cache_mu);
+  for (cached_chunk **pp = &cache_head; *pp; pp = &(*pp)->next)
+    if ((*pp)->nslots == nslots) {
+      cached_chunk *l = *pp;
+      *pp = l->next;
+      c = (cp_slot *)(void *)((char *)l - offsetof(cp_slot, rec));
+      break;
+    }
+  pthread_mutex_unlock(&cache_mu);
+  if (!c) return cp_calloc_lines((size_t)nslots * sizeof *c);
+  atomic_fetch_sub_explicit(&cache_bytes, (uint64_t)nslots * sizeof(cp_slot), memory_order_relaxed);
+  memset(c, 0, (size_t)nslots * sizeof *c);
+  return c;
+}
+
+uint64_t cp_pool_cache_bytes(void) { return atomic_load_explicit(&cache_bytes, memory_order_relaxed); }
 
 cp_pool *cp_pool_create(uint32_t comm_index, uint32_t chunk_size, uint64_t blacklist_cap) {
   cp_pool *p = cp_calloc_lines(sizeof *p);
@@ -69,8 +115,12 @@ void cp_pool_release_chunks(cp_pool *p) {
   uint32_t cap = 0;
   for (uint32_t c = 0; c < p->nchunks; c++) {
     for (uint32_t i = 0; i < p->chunk_size; i++) release_one(p, &p->chunks[c][i], &cap);
-    free(p->chunks[c]);
   }
+  /* No slot is found from here on (cap0 first: a lock-free reader that
+   * still sees the old first chunk reads memory the cache keeps). */
+  __atomic_store_n(&p->cap0, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&p->slots0, NULL, __ATOMIC_RELEASE);
+  for (uint32_t c = 0; c < p->nchunks; c++) chunk_retire(p->chunks[c], p->chunk_size);
   if (p->fb) {
     for (uint32_t i = 0; i < CP_POOL_FB_MAX; i++)
       if (p->fb[i]) { release_one(p, p->fb[i], &cap); free(p->fb[i]); }
@@ -83,8 +133,7 @@ void cp_pool_release_chunks(cp_pool *p) {
   }
   p->fb = NULL;
   p->chunks = NULL;
-  p->slots0 = NULL;
-  p->nchunks = p->chunks_cap = p->capacity = p->cap0 = p->next = p->busy = 0;
+  p->nchunks = p->chunks_cap = p->capacity = p->next = p->busy = 0;
   p->bl_size = 0;
   p->bl_head = p->bl_tail = CP_SLOT_NIL;
   p->max_chunks = 0;               /* never grows again */
@@ -114,16 +163,16 @@ static int grow(cp_pool *p) {
     p->chunks = nc;
     p->chunks_cap = ncap;
   }
-  cp_slot *c = cp_calloc_lines((size_t)p->chunk_size * sizeof *c);   /* on their own lines */
+  cp_slot *c = chunk_get(p->chunk_size);   /* zeroed, on their own lines */
   if (!c) return -1;
   for (uint32_t i = 0; i < p->chunk_size; i++) c[i].lru_prev = c[i].lru_next = CP_SLOT_NIL;
   p->memory += (uint64_t)p->chunk_size * sizeof *c;
   p->chunks[p->nchunks++] = c;
   p->next = p->capacity;          /* continue round robin in the new chunk */
   p->capacity += p->chunk_size;
-  if (p->nchunks == 1) {
-    p->slots0 = c;
-    p->cap0 = p->chunk_size;
+  if (p->nchunks == 1) {              /* slots first: see cp_pool_peek_live */
+    __atomic_store_n(&p->slots0, c, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->cap0, p->chunk_size, __ATOMIC_RELEASE);
   }
   return 0;
 }
@@ -244,7 +293,7 @@ void cp_pool_unref_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
 }
 
 void cp_pool_release_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
-  s->live = 0;
+  cp_slot_set_live(s, 0);
   if (s->fallback) {
     if (s->refcnt) { lru_unlink(p, s); p->bl_size--; }
     cp_pool_flush_span(s);

@@ -3,9 +3,10 @@
  *
  * Every event lives in a slot of its communicator's pool (PXN events in the
  * process-wide detach pool, comm index 0).  Slots come in chunks of
- * COLLPROF_POOL_SIZE (default 1024), freed only when the communicator is
- * finalized (cp_pool_release_chunks: a job that creates and destroys
- * communicators in a loop stays bounded).  Allocation is round robin, starting after the slot handed
+ * COLLPROF_POOL_SIZE (default 1024), given up only when the communicator is
+ * finalized (cp_pool_release_chunks), into a cache the next pool that grows
+ * takes from: a job that creates and destroys communicators in a loop stays
+ * bounded, and slot memory is never unmapped (cp_pool_peek_live).  Allocation is round robin, starting after the slot handed
  * out last, so a just-released slot is reused as late as possible.  When
  * every slot is in use or blacklisted the pool grows by a chunk; when growth
  * fails (memory, or the 24-bit slot space) the event gets a plain malloc'ed
@@ -32,7 +33,7 @@
  *
  * Locking: one spinlock per pool (NCCL calls a pool from the application
  * thread, the proxy thread and CUDA host-callback threads); every function
- * below except create/lock/unlock expects it held.  Pools of different
+ * below except create/lock/unlock/peek_live expects it held.  Pools of different
  * communicators share nothing.
  */
 #ifndef COLLPROF_POOL_H
@@ -111,7 +112,13 @@ static inline uint64_t cp_handle_key(uint64_t h) {
 static inline void cp_slot_next_gen(cp_slot *s) {
   uint32_t g = s->gen + 1;
   if ((g & 0xFFu) == 0) g++;
-  s->gen = g;
+  __atomic_store_n(&s->gen, g, __ATOMIC_RELAXED);
+}
+/* Writers of the key bytes (under the pool lock) store them atomically:
+ * cp_pool_peek_live reads them without the lock. */
+static inline void cp_slot_set_live(cp_slot *s, uint8_t v) { __atomic_store_n(&s->live, v, __ATOMIC_RELAXED); }
+static inline void cp_slot_set_path(cp_slot *s, uint32_t path) {
+  __atomic_store_n(&s->path, (uint16_t)path, __ATOMIC_RELAXED);
 }
 
 typedef struct cp_pool {
@@ -172,7 +179,7 @@ cp_slot *cp_pool_slot_slow(cp_pool *p, uint32_t idx);
 void cp_pool_release_slow(cp_pool *p, cp_slot *s, uint32_t idx);
 static inline void cp_pool_release(cp_pool *p, cp_slot *s, uint32_t idx) {
   if (__builtin_expect(!s->fallback, 1)) {
-    s->live = 0;
+    cp_slot_set_live(s, 0);
     if (s->refcnt == 0) p->busy--;
     return;
   }
@@ -221,13 +228,28 @@ static inline cp_slot *cp_pool_chunk_slot(const cp_pool *p, uint32_t idx) {
   return &p->chunks[c][i];
 }
 
+/* Without the pool lock: whether the slot a handle names is live with the
+ * handle's generation and path (hkey = cp_handle_key).  1 yes, 0 no, -1
+ * cannot tell here (slot outside the first chunk, or the pool released its
+ * chunks): take the lock.  For the one callback that reads a slot and
+ * changes nothing (a state other than KernelCh's GPU stop).  Safe against
+ * a concurrent finalize: released chunks are kept for reuse, never
+ * unmapped (pool.c, chunk cache), so a racing read sees slot memory. */
+static inline int cp_pool_peek_live(const cp_pool *p, uint32_t idx, uint64_t hkey) {
+  const cp_slot *s0 = __atomic_load_n(&p->slots0, __ATOMIC_ACQUIRE);
+  const uint32_t cap = __atomic_load_n(&p->cap0, __ATOMIC_RELAXED);
+  if (__builtin_expect(s0 == NULL || idx >= cap, 0)) return -1;
+  const uint64_t w = __atomic_load_n((const uint64_t *)(const void *)&s0[idx], __ATOMIC_RELAXED);
+  return (w & 0x0001FFFF000000FFull) == hkey;
+}
+
 static inline cp_slot *cp_pool_slot(cp_pool *p, uint32_t idx) {
   if (__builtin_expect(idx < p->cap0, 1)) return &p->slots0[idx];
   return cp_pool_slot_slow(p, idx);
 }
 
 static inline void cp_pool_reset_slot(cp_slot *s) {
-  s->live = 1;
+  cp_slot_set_live(s, 1);
   s->has_gpu_stop = s->parent_linked = s->took_ref = s->is_pxn = 0;
   s->child_ns = s->bytes = 0;
   s->origin_pid = 0;
@@ -268,6 +290,9 @@ void cp_pool_foreach(cp_pool *p, void (*fn)(const cp_slot *s, void *arg), void *
  * any more (tests); a communicator's pool header lives to process end (its
  * slots go at finalize: cp_pool_release_chunks). */
 void cp_pool_destroy(cp_pool *p);
+
+/* Bytes of released chunks kept for reuse (pool.c, chunk cache). */
+uint64_t cp_pool_cache_bytes(void);
 
 /* Tests only: cap the number of chunks so that growth fails. */
 void cp_pool_set_max_chunks(cp_pool *p, uint32_t n);

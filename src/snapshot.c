@@ -109,7 +109,7 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   cp_profile_merge(out->paths, n);
 
   scan sc = {out->paths, n, 0};
-  uint64_t memory = cp_path_memory() + cp_str_memory() + cp_thr_memory();
+  uint64_t memory = cp_path_memory() + cp_str_memory() + cp_thr_memory() + cp_pool_cache_bytes();
   uint32_t nc = cp_registry_count();
   out->comms = calloc(nc ? nc : 1, sizeof *out->comms);
   if (!out->comms) { free(out->paths); out->paths = NULL; return -1; }

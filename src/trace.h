@@ -54,14 +54,14 @@ typedef struct cp_rec {
 typedef struct cp_unit { uint64_t w[4]; } cp_unit;
 
 /* A state record as the hot path writes it (one unit); the writer expands
- * it to a CP_REC_STATE cp_rec: type from type_idx, rank and comm from the
+ * it to a CP_REC_STATE cp_rec (type 0): rank and comm from the
  * registry entry of the handle's comm index (none when is_pxn), pid the
  * process's. */
 enum { CP_REC_STATE_C = 0x10 };
 typedef struct cp_srec {
   uint8_t kind;            /* CP_REC_STATE_C */
   uint8_t flags;           /* bits 0-2: cp_rec.state_arg_kind; bit 3: is_pxn */
-  uint8_t type_idx;        /* log2 of the NCCL type bit */
+  uint8_t pad;             /* 0 (the trace's state lines carry no type) */
   uint8_t state;           /* NCCL's state number (larger ones: full cp_rec) */
   int32_t tid;
   uint64_t handle;         /* the event's handle (eventAddr) */

@@ -5,7 +5,8 @@
  * Hot path: the thread's ring from an initial-exec TLS pointer, one
  * relaxed load of the accept flag, the record written once into the ring
  * and a release store of the head; wrap, attach and a ring that may be
- * half full go out of line (reserve_slow).  Rings are arrays of 32-byte
+ * half full go out of line (cp_trace_reserve_slow); that producer side is
+ * inlined from trace_ring.h.  Rings are arrays of 32-byte
  * units: a full cp_rec takes 4 (cp_trace_put, cp_trace_put_stopped), a
  * state record takes 1
  * (cp_srec, trace.h: states are half the records of a run and need only
@@ -45,6 +46,7 @@
  */
 #include "nccl_profiler_abi.h"
 #include "trace.h"
+#include "trace_ring.h"
 #include "trace_writer.h"
 #include "trace_json.h"
 #include "config.h"
@@ -74,26 +76,11 @@ _Static_assert(sizeof(cp_srec) == sizeof(cp_unit), "cp_srec is 1 ring unit");
 
 enum { RING_ACTIVE = 0, RING_DEAD = 1, RING_FREE = 2 };
 
-typedef struct cp_ring {
-  /* written by the producer */
-  _Atomic uint64_t head;          /* records published */
-  uint64_t head_priv;             /* producer's own copy of head */
-  uint64_t tail_cache;            /* producer's last view of tail */
-  _Atomic uint64_t dropped;       /* single writer: the producer */
-  /* read-only after creation */
-  cp_unit *slots;
-  uint64_t mask, half;            /* in units */
-  struct cp_ring *next;
-  /* written by the consumer, on its own cache line */
-  _Atomic uint64_t tail __attribute__((aligned(64)));
-  _Atomic int state;
-  int tid;
-} cp_ring;
 
-static __thread cp_ring *tl_ring __attribute__((tls_model("initial-exec")));
+__thread cp_ring *cp_tl_ring __attribute__((tls_model("initial-exec")));
 static __thread int tl_tid __attribute__((tls_model("initial-exec")));
 
-static atomic_int g_accept;               /* cp_trace_put takes records */
+atomic_int cp_trace_accept;               /* cp_trace_put takes records */
 static atomic_int g_started, g_child, g_wake, g_stop;
 static _Atomic(cp_ring *) g_rings;
 static _Atomic uint64_t g_ring_bytes, g_lines, g_lost;
@@ -188,7 +175,7 @@ static void cut_to(uint64_t off) {
 static void set_failed(int sig, const char *what, int err) {
   g_failed_flag = 1;
   atomic_store(&g_failed, 1);
-  atomic_store(&g_accept, 0);
+  atomic_store(&cp_trace_accept, 0);
   if (!sig)
     cp_warn("cannot %s trace file %s: %s; trace off (the profile is kept)", what, g_path,
             strerror(err));
@@ -361,7 +348,6 @@ void cp_srec_expand(const cp_srec *s, cp_rec *r) {
   r->kind = CP_REC_STATE;
   r->is_pxn = (s->flags >> 3) & 1;
   r->state_arg_kind = s->flags & 7;
-  r->type = s->type_idx < 32 ? 1u << s->type_idx : 0;
   r->path = s->state;
   const cp_comm *c = r->is_pxn ? NULL : cp_registry_get((uint32_t)(s->handle >> 32) & 0xFFFu);
   r->rank = c ? c->nccl_rank : -1;
@@ -377,14 +363,14 @@ void cp_srec_expand(const cp_srec *s, cp_rec *r) {
 
 static void ring_dtor(void *p) {
   cp_ring *rg = p;
-  if (tl_ring == rg) tl_ring = NULL;
+  if (cp_tl_ring == rg) cp_tl_ring = NULL;
   atomic_store_explicit(&rg->state, RING_DEAD, memory_order_release);
 }
 
 static void after_fork_child(void) {
   atomic_store(&g_child, 1);
-  atomic_store(&g_accept, 0);
-  tl_ring = NULL;
+  atomic_store(&cp_trace_accept, 0);
+  cp_tl_ring = NULL;
   tl_tid = 0;
   /* The parent's descriptor and lock state are not ours to use. */
   if (g_fd >= 0) close(g_fd);
@@ -397,7 +383,7 @@ static void after_fork_child(void) {
 
 __attribute__((noinline, cold)) static cp_ring *ring_attach(void) {
   if (!atomic_load(&g_started)) cp_trace_start();
-  if (!atomic_load(&g_accept)) return NULL;
+  if (!atomic_load(&cp_trace_accept)) return NULL;
   cp_ring *rg;
   for (rg = atomic_load_explicit(&g_rings, memory_order_acquire); rg; rg = rg->next) {
     int f = RING_FREE;
@@ -427,7 +413,7 @@ got:
   rg->head_priv = atomic_load(&rg->head);
   rg->tail_cache = atomic_load(&rg->tail);
   rg->tid = my_tid();
-  tl_ring = rg;
+  cp_tl_ring = rg;
   pthread_setspecific(g_key, rg);
   return rg;
 }
@@ -436,9 +422,9 @@ got:
  * 4-unit record would wrap.  NULL (and the record counted as dropped) when
  * the ring is full or the trace takes no records.  The slow path: no ring
  * yet, a wrap, or the cached tail says the ring may be half full. */
-__attribute__((noinline)) static cp_unit *reserve_slow(unsigned n) {
-  if (!atomic_load_explicit(&g_accept, memory_order_relaxed)) return NULL;
-  cp_ring *rg = tl_ring;
+cp_unit *cp_trace_reserve_slow(unsigned n) {
+  if (!atomic_load_explicit(&cp_trace_accept, memory_order_relaxed)) return NULL;
+  cp_ring *rg = cp_tl_ring;
   if (!rg && !(rg = ring_attach())) return NULL;
   uint64_t h = rg->head_priv;
   uint64_t pad = n > 1 && (h & rg->mask) + n > rg->mask + 1 ? rg->mask + 1 - (h & rg->mask) : 0;
@@ -464,49 +450,29 @@ __attribute__((noinline)) static cp_unit *reserve_slow(unsigned n) {
   return &rg->slots[h & rg->mask];
 }
 
-/* The usual case inlined: a ring, no wrap, and less than half full by the
- * cached tail (the consumer's line is not touched). */
-static inline cp_unit *reserve(unsigned n) {
-  cp_ring *rg = tl_ring;
-  if (__builtin_expect(rg != NULL && atomic_load_explicit(&g_accept, memory_order_relaxed), 1)) {
-    const uint64_t h = rg->head_priv;
-    if (__builtin_expect(h + n - rg->tail_cache <= rg->half && (h & rg->mask) + n <= rg->mask + 1, 1))
-      return &rg->slots[h & rg->mask];
-  }
-  return reserve_slow(n);
-}
-
-/* Publish the n units reserve() returned. */
-static inline void commit(unsigned n) {
-  cp_ring *rg = tl_ring;
-  uint64_t h = rg->head_priv + n;
-  rg->head_priv = h;
-  atomic_store_explicit(&rg->head, h, memory_order_release);
-}
-
 void cp_trace_put(const cp_rec *r) {
-  cp_unit *u = reserve(4);
+  cp_unit *u = cp_trace_reserve(4);
   if (!u) return;
   memcpy(u, r, sizeof *r);
-  commit(4);
+  cp_trace_commit(4);
 }
 
 void cp_trace_put_state(const cp_srec *r) {
-  cp_unit *u = reserve(1);
+  cp_unit *u = cp_trace_reserve(1);
   if (!u) return;
   memcpy(u, r, sizeof *r);
-  commit(1);
+  cp_trace_commit(1);
 }
 
 void cp_trace_put_stopped(const cp_rec *r, uint64_t stop_ns, int32_t stop_tid, uint64_t gpu_stop) {
-  cp_unit *u = reserve(4);
+  cp_unit *u = cp_trace_reserve(4);
   if (!u) return;
   cp_rec *o = (cp_rec *)u;
   memcpy(o, r, sizeof *r);
   o->stop_ns = stop_ns;
   o->stop_tid = stop_tid;
   if (r->type == ncclProfileKernelCh) o->d.kernel_ch.gpu_stop = gpu_stop;
-  commit(4);
+  cp_trace_commit(4);
 }
 
 
@@ -530,7 +496,7 @@ void cp_trace_start(void) {
     io_unlock();
     atexit(cp_local_atexit);
     if (c->trace_on) {
-      atomic_store(&g_accept, 1);
+      atomic_store(&cp_trace_accept, 1);
       if (pthread_create(&g_thr, NULL, writer_main, NULL) == 0) {
         pthread_setname_np(g_thr, "collprof-trace");
         atomic_store(&g_thr_running, 1);
@@ -604,7 +570,7 @@ int cp_trace_rename(const char *new_path) {
     if (g_failed_flag && !same_dir) {
       g_failed_flag = 0;
       atomic_store(&g_failed, 0);
-      if (atomic_load(&g_started) && cp_config_get()->trace_on) atomic_store(&g_accept, 1);
+      if (atomic_load(&g_started) && cp_config_get()->trace_on) atomic_store(&cp_trace_accept, 1);
     }
     goto out;
   }
@@ -713,7 +679,7 @@ void cp_trace_close(void) {
     atomic_store(&g_stop, 1);
     pthread_join(g_thr, NULL);
   }
-  atomic_store(&g_accept, 0);
+  atomic_store(&cp_trace_accept, 0);
   io_lock();
   drain_locked(g_block, sizeof g_block, 0);
   warn_drops();

@@ -1,0 +1,70 @@
+/*
+ * trace_ring.h — the producer side of the per-thread trace rings, inlined
+ * into the callbacks (plugin.c); the consumer side, ring creation and the
+ * writer thread are in trace_writer.c, which owns everything declared here.
+ *
+ * A ring is an array of 32-byte units with one producer (its thread) and
+ * one consumer (the writer).  The common case of a put is: the thread's
+ * ring from an initial-exec TLS pointer, one relaxed load of the accept
+ * flag, the record written once, a release store of the head.  No ring
+ * yet, a wrap, or a ring that may be half full (by the producer's cached
+ * view of the tail) go out of line to cp_trace_reserve_slow, which also
+ * counts a record dropped by a full ring.
+ */
+#ifndef COLLPROF_TRACE_RING_H
+#define COLLPROF_TRACE_RING_H
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include "trace.h"
+
+typedef struct cp_ring {
+  /* written by the producer */
+  _Atomic uint64_t head;          /* units published */
+  uint64_t head_priv;             /* producer's own copy of head */
+  uint64_t tail_cache;            /* producer's last view of tail */
+  _Atomic uint64_t dropped;       /* single writer: the producer */
+  /* read-only after creation */
+  cp_unit *slots;
+  uint64_t mask, half;            /* in units */
+  struct cp_ring *next;
+  /* written by the consumer, on its own cache line */
+  _Atomic uint64_t tail __attribute__((aligned(64)));
+  _Atomic int state;
+  int tid;
+} cp_ring;
+
+extern __thread cp_ring *cp_tl_ring __attribute__((tls_model("initial-exec")));
+extern atomic_int cp_trace_accept;   /* the trace takes records */
+
+/* Room for n units (1 or 4) at the head, or NULL (record dropped and
+ * counted, or the trace takes no records). */
+cp_unit *cp_trace_reserve_slow(unsigned n);
+
+static inline cp_unit *cp_trace_reserve(unsigned n) {
+  cp_ring *rg = cp_tl_ring;
+  if (__builtin_expect(rg != NULL && atomic_load_explicit(&cp_trace_accept, memory_order_relaxed), 1)) {
+    const uint64_t h = rg->head_priv;
+    if (__builtin_expect(h + n - rg->tail_cache <= rg->half && (h & rg->mask) + n <= rg->mask + 1, 1))
+      return &rg->slots[h & rg->mask];
+  }
+  return cp_trace_reserve_slow(n);
+}
+
+/* Publish the n units cp_trace_reserve returned. */
+static inline void cp_trace_commit(unsigned n) {
+  cp_ring *rg = cp_tl_ring;
+  const uint64_t h = rg->head_priv + n;
+  rg->head_priv = h;
+  atomic_store_explicit(&rg->head, h, memory_order_release);
+}
+
+/* A state record, one unit (trace.h: cp_trace_put_state). */
+static inline void cp_trace_put_state_i(const cp_srec *r) {
+  cp_unit *u = cp_trace_reserve(1);
+  if (!u) return;
+  memcpy(u, r, sizeof *r);
+  cp_trace_commit(1);
+}
+
+#endif
