@@ -171,5 +171,17 @@ def paths(d):
     return {r["path"]: r["calls"] for r in map(json.loads, open(f)) if r.get("recordType") == "path"}
 a, b = paths(sys.argv[1]), paths(sys.argv[2])
 assert a == b and a, (a, b)' "$T/cap/a" "$T/cap/b"
+# capture_lint.py (run on GPU captures to find NCCL's calls on stopped
+# events): collprof reuses handles, and a capture of a clean run lints
+# clean; a crafted stop twice and a state after the stop are both found.
+ok "capture_lint: the capture of a replayed fixture has no call on a stopped event" \
+  python3 "$TD/gpu/capture_lint.py" "$capf"
+printf '%s\n' '{"cb":"start","t":1,"tid":5,"ctx":"0x1","h":"0xc1","type":16,"parent":"(nil)"}' \
+  '{"cb":"stop","t":2,"tid":5,"h":"0xc1"}' '{"cb":"state","t":3,"tid":6,"h":"0xc1","state":9}' \
+  '{"cb":"stop","t":4,"tid":6,"h":"0xc1"}' '{"cb":"start","t":5,"tid":5,"ctx":"0x1","h":"0xc1","type":16,"parent":"(nil)"}' \
+  '{"cb":"stop","t":6,"tid":5,"h":"0xc1"}' >"$T/cap/dbl.jsonl"
+python3 "$TD/gpu/capture_lint.py" "$T/cap/dbl.jsonl" >"$T/cap/dbl.out"
+is "$(tail -n 1 "$T/cap/dbl.out")" "capture_lint: 2 callback(s) on events already stopped in 1 file(s)" \
+  "capture_lint: a stop twice and a state after the stop are found; the handle's reuse after a new start is not"
 
 done_testing
