@@ -169,6 +169,18 @@ def main():
                   (base, 100 * (bw["collprof"] / bw[base] - 1),
                    "met" if bw["collprof"] >= 0.99 * bw[base] else "MISSED",
                    worst[1], 100 * (worst[0] - 1), "met" if worst[0] <= 1.03 else "MISSED"))
+            # How to read a miss: collprof's cost is time per call on the
+            # host, so it shows where NCCL is bound by the host; a miss
+            # inside that size's spread of baseline repetitions is not
+            # resolved by this run.
+            over = [b for b in sizes if lat[base].get(b) and lat["collprof"].get(b, 0) > 1.03 * lat[base][b]]
+            beyond = [b for b in over if lat["collprof"][b] / lat[base][b] - 1 > noise[b]]
+            excess = max(((lat["collprof"].get(b, 0) - lat[base][b], b) for b in sizes if lat[base].get(b)),
+                         default=(0, 0))
+            print("      sizes over 3%%: %d of %d, %d of them beyond that size's noise (%s); largest excess "
+                  "per call %+.2f us at %d B" % (len(over), len(sizes), len(beyond),
+                                                  ", ".join("%d B" % b for b in beyond) or "none",
+                                                  excess[0], excess[1]))
         if "collprof-all" in bw and bw.get("noop-all"):
             print("goal: collprof-all within 1%% of noop-all in mean busbw: %.2f%% (%s)" %
                   (100 * (bw["collprof-all"] / bw["noop-all"] - 1),

@@ -1,0 +1,50 @@
+#!/bin/bash
+# overhead_report.t — the report of test/gpu/overhead.sh, on CPU: sweeps
+# made up with known latencies go through test/gpu/overhead_report.py and
+# the goal lines must say what the numbers say (mean bus bandwidth ratio,
+# the slowest size, which misses lie beyond the baseline's own spread, the
+# largest excess per call), so a GPU run's verdicts can be trusted.
+. "$(dirname "$0")/tap.sh"
+command -v python3 >/dev/null || skip_all "no python3"
+REP=$TOP/test/gpu/overhead_report.py
+D=$T/ovh
+like() { if [[ $1 =~ $2 ]]; then _tap_report 0 "$3"; else _tap_report 1 "$3"; echo "#   got: '$1'"; fi; }
+
+# make CONFIG REP SCALE16 SCALE_ALL: one repetition's sweep.json; every
+# size takes 10 us (x SCALE_ALL), 16 B x SCALE16 on top; busbw = bytes / time.
+make() {
+  mkdir -p "$D/$1.$2/app"
+  python3 - "$D/$1.$2/app/sweep.json" "$3" "$4" <<'PY'
+import json, sys
+out, s16, sall = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+res = []
+for b in (8, 16, 1024, 1048576):
+    t = 10.0 * sall * (s16 if b == 16 else 1.0)
+    res.append({"op": "allreduce", "bytes": b, "time_us": t, "busbw": b / t / 1e3})
+json.dump({"results": res}, open(out, "w"))
+PY
+}
+# none: 16 B spread 1% between repetitions; collprof: 16 B 10% slower.
+make none 1 1.00 1; make none 2 1.01 1; make none 3 1.005 1
+make collprof 1 1.10 1; make collprof 2 1.11 1; make collprof 3 1.10 1
+make collprof-all 1 1 1.02; make collprof-all 2 1 1.02; make collprof-all 3 1 1.02
+make noop-all 1 1 1.00; make noop-all 2 1 1.00; make noop-all 3 1 1.00
+python3 "$REP" "$D" 2 none collprof collprof-all noop-all >"$D/a.out" 2>&1
+g=$(grep '^goal: collprof defaults' "$D/a.out")
+like "$g" "slowest size 16 B at \+9\.[0-9]*% \(goal <= 3%: MISSED\)" "the slowest size and its miss"
+like "$(grep 'sizes over 3%' "$D/a.out")" "1 of 4, 1 of them beyond that size's noise \(16 B\); largest excess per call \+0\.9[0-9] us at 16 B" \
+  "a miss beyond the baseline's spread is named, with its excess per call"
+like "$(grep '^goal: collprof-all' "$D/a.out")" "-1\.9[0-9]% \(MISSED\)" "collprof-all 2% slower than noop-all: missed"
+
+# The same miss inside a 30% spread of the baseline at 16 B.
+rm -rf "$D"
+make none 1 1.00 1; make none 2 1.30 1; make none 3 1.15 1
+make collprof 1 1.21 1; make collprof 2 1.20 1; make collprof 3 1.20 1
+make collprof-all 1 1 1.00; make collprof-all 2 1 1.00; make collprof-all 3 1 1.00
+make noop-all 1 1 1.00; make noop-all 2 1 1.00; make noop-all 3 1 1.00
+python3 "$REP" "$D" 2 none collprof collprof-all noop-all >"$D/b.out" 2>&1
+like "$(grep '^goal: collprof defaults' "$D/b.out")" "16 B at \+4\.[0-9]*% \(goal <= 3%: MISSED\)" "a 4% miss at 16 B"
+like "$(grep 'sizes over 3%' "$D/b.out")" "1 of 4, 0 of them beyond that size's noise \(none\)" \
+  "inside the baseline's 30% spread it is not counted as beyond the noise"
+like "$(grep '^goal: collprof-all' "$D/b.out")" "0\.00% \(met\)" "collprof-all equal to noop-all: met"
+done_testing
