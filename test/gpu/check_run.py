@@ -12,19 +12,24 @@ APPDIR holds counts.<world rank>.json from the app, PROFDIR collprof's
 rank<R>.jsonl files and summary.json.  Checks, each printed as ok/not ok:
   - every line of every rank file parses as JSON, and each has its rank record;
   - per rank and in summary.json: calls of CollApi:<F> / P2pApi:<F> paths =
-    the app's calls of F; calls and bytes of Coll:<F> / P2p:<F> paths = the
-    calls NCCL ran (eager + graph replays, the replays only when NCCL
-    reports them: not when the rank record's maskFrozen says the capture had
-    KernelCh off; whether a captured call itself
-    gives a Coll event is reported, either is accepted, but one rule must
-    hold for all funcs and ranks);
+    the app's calls of F; per rank, calls and bytes of Coll:<F> / P2p:<F>
+    paths = the calls NCCL ran (eager + graph replays, the replays only when
+    NCCL reports them: not when the rank record's maskFrozen says the
+    capture had KernelCh off; whether a captured call itself gives a Coll
+    event is reported, either is accepted, but one rule must hold for all
+    funcs and for all ranks whose mask froze alike: a rank whose capture
+    happened on a GPU-sampled call froze with KernelCh on, and NCCL then
+    reports the capture and every replay); in summary.json the sum of the
+    ranks' Coll/P2p calls and bytes;
   - Coll/P2p paths have GPU time (gpu_ns > 0, gpu_samples > 0) and the rank
     record counts sampled calls;
   - every rank record (the last "rank" line of its file) has gpuSampledCalls,
-    gpuSamplesDropped, gpuSamplesDeferred and gpuSampleGateResets as
-    non-negative integers and maskFrozen as a string ("" = did not freeze);
-  - summary.json's gpu_sampled_calls, gpu_samples_dropped and
-    gpu_samples_deferred = the sums of those over the rank records;
+    gpuSamplesDropped, gpuSamplesDeferred, gpuSampleGateResets, traceDropped
+    and badCalls as non-negative integers and maskFrozen as a string ("" =
+    did not freeze);
+  - summary.json's gpu_sampled_calls, gpu_samples_dropped,
+    gpu_samples_deferred, trace_dropped and bad_calls = the sums of those
+    over the rank records;
   - summary.json's mask_frozen: one entry per distinct non-empty maskFrozen,
     nranks = the ranks listed, and those ranks = exactly the ranks whose
     rank record gives that reason;
@@ -56,7 +61,9 @@ def check(cond, what):
 RANK_COUNTERS = {"gpuSampledCalls": "gpu_sampled_calls",
                  "gpuSamplesDropped": "gpu_samples_dropped",
                  "gpuSamplesDeferred": "gpu_samples_deferred",
-                 "gpuSampleGateResets": None}
+                 "gpuSampleGateResets": None,
+                 "traceDropped": "trace_dropped",   # trace records lost to full rings: counted, never silent
+                 "badCalls": "bad_calls"}            # NCCL calls collprof ignored (double stops, ...)
 MAX_DROP = 0.10
 
 
@@ -148,11 +155,15 @@ def sums(paths, ltype, func):
     return calls, byts, gpu, smp
 
 
-def compare(label, paths, counts, rules, replays_seen=True):
+def compare(label, paths, counts, rules, replays_seen=True, state="not frozen"):
     """Check one set of path records against summed app counts.  Graph
     replays count only when NCCL reports them: with KernelCh off at the
     capture (collprof froze the mask so: rank record maskFrozen) NCCL 2.28
-    runs no host callback for a replay and sends no Coll/P2p event."""
+    runs no host callback for a replay and sends no Coll/P2p event.  Whether
+    the capture itself gives an event depends on that mask too, so the rule
+    seen is kept per mask state (rules: {state: set of rules}).  Returns
+    {func: (calls, bytes)} of the Coll/P2p paths as found."""
+    seen = {}
     for fn, k in sorted(counts.items()):
         p2p = fn in ("Send", "Recv")
         api_t = "ncclProfileP2pApi" if p2p else "ncclProfileCollApi"
@@ -161,15 +172,17 @@ def compare(label, paths, counts, rules, replays_seen=True):
         check(calls == k["api"], "%s: %s %s calls %d = app's calls %d" %
               (label, api_t[11:], fn, calls, k["api"]))
         calls, byts, gpu, smp = sums(paths, op_t, fn)
+        seen[fn] = (calls, byts)
         if replays_seen:
             a = (k["eager"] + k["replayed"], k["eagerBytes"] + k["replayedBytes"])
         else:
             a = (k["eager"], k["eagerBytes"])
         b = (a[0] + k["captured"], a[1] + k["capturedBytes"])
+        r = rules.setdefault(state, set())
         if (calls, byts) == a:
-            rules.add("captured calls give no Coll/P2p event" if k["captured"] else "-")
+            r.add("captured calls give no Coll/P2p event" if k["captured"] else "-")
         elif (calls, byts) == b:
-            rules.add("captured calls give a Coll/P2p event at capture" if k["captured"] else "-")
+            r.add("captured calls give a Coll/P2p event at capture" if k["captured"] else "-")
         check((calls, byts) in (a, b),
               "%s: %s %s calls %d bytes %d = app's %s calls %d bytes %d%s" %
               (label, op_t[11:], fn, calls, byts, "run" if replays_seen else "eager",
@@ -177,6 +190,26 @@ def compare(label, paths, counts, rules, replays_seen=True):
                " (or %d / %d with the captured ones)" % b if k["captured"] else ""))
         check(gpu > 0 and smp > 0, "%s: %s %s has GPU time (%d ns from %d samples)" %
               (label, op_t[11:], fn, gpu, smp))
+    return seen
+
+
+def compare_summary(paths, counts, per_rank):
+    """summary.json against the app's calls (API paths) and against the sum
+    of what each rank's own paths gave (Coll/P2p: ranks may differ in
+    whether graph replays give events, by the mask each froze with)."""
+    for fn, k in sorted(counts.items()):
+        p2p = fn in ("Send", "Recv")
+        api_t = "ncclProfileP2pApi" if p2p else "ncclProfileCollApi"
+        op_t = "ncclProfileP2p" if p2p else "ncclProfileColl"
+        calls, _, _, _ = sums(paths, api_t, fn)
+        check(calls == k["api"], "summary.json: %s %s calls %d = app's calls %d" %
+              (api_t[11:], fn, calls, k["api"]))
+        calls, byts, gpu, smp = sums(paths, op_t, fn)
+        want = (sum(r.get(fn, (0, 0))[0] for r in per_rank), sum(r.get(fn, (0, 0))[1] for r in per_rank))
+        check((calls, byts) == want, "summary.json: %s %s calls %d bytes %d = sum over the rank files "
+              "%d / %d" % (op_t[11:], fn, calls, byts, want[0], want[1]))
+        check(gpu > 0 and smp > 0, "summary.json: %s %s has GPU time (%d ns from %d samples)" %
+              (op_t[11:], fn, gpu, smp))
 
 
 def main():
@@ -193,10 +226,10 @@ def main():
         check(len(counts) > 0, "app wrote counts (%d ranks)" % len(counts))
         check(len(files) == len(counts), "one rank file per rank (%d files, %d ranks)" %
               (len(files), len(counts)))
-    rules = set()
+    rules = {}
     total = {}
     recs_by_rank = {}
-    replays_hidden = False
+    per_rank = []
     for f in files:
         bad = 0
         recs = []
@@ -225,7 +258,8 @@ def main():
               (wr, rk.get("gpuSampledCalls")))
         frozen = rk.get("maskFrozen") or ""
         hidden = "graph capture" in frozen and "KernelCh off" in frozen
-        replays_hidden = replays_hidden or hidden
+        state = ("KernelCh off" if "KernelCh off" in frozen else
+                 "KernelCh on" if "KernelCh on" in frozen else "not frozen")
         if frozen:
             print("# rank %s: mask frozen (%s)%s" % (wr, frozen,
                   ": graph replays give no event, not counted" if hidden else ""))
@@ -236,7 +270,7 @@ def main():
             last[p.get("local")] = p
         paths = list(last.values())
         if wr in counts:
-            compare("rank %d" % wr, paths, counts[wr], rules, not hidden)
+            per_rank.append(compare("rank %d" % wr, paths, counts[wr], rules, not hidden, state))
             for fn, k in counts[wr].items():
                 s = total.setdefault(fn, {})
                 for key, v in k.items():
@@ -248,13 +282,14 @@ def main():
         s = json.load(open(sj))
         summary_counters(s, recs_by_rank)
         if not only_counters:
-            compare("summary.json", s.get("paths", []), total, rules, not replays_hidden)
+            compare_summary(s.get("paths", []), total, per_rank)
             check(s.get("gpu_sampled_calls", 0) > 0, "summary.json: gpu_sampled_calls %s > 0" %
                   s.get("gpu_sampled_calls"))
-    rules.discard("-")
     if not only_counters:
-        check(len(rules) <= 1, "one rule for captured calls: %s" %
-              (", ".join(sorted(rules)) or "n/a"))
+        for state, r in sorted(rules.items()):
+            r.discard("-")
+            check(len(r) <= 1, "one rule for captured calls with the mask %s: %s" %
+                  (state, ", ".join(sorted(r)) or "n/a"))
     print("# %d checks, %d failed" % (N, FAILS))
     sys.exit(1 if FAILS else 0)
 
