@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #pragma GCC visibility push(hidden)
 #include "registry.h"
+#include "jfmt.h"
 #include "config.h"
 #include "handle.h"
 #include "pool.h"
@@ -72,6 +73,13 @@ cp_comm *cp_registry_add(uint64_t comm_id, const char *comm_name, int nnodes, in
   c->nranks = nranks;
   c->nccl_rank = nccl_rank;
   c->ctx_value = cp_ctx_make(cp_registry_salt(), idx);
+  char *p = JF_LIT(c->json_id, ",\"gpuUuid\":");
+  p = jf_str(p, c->gpu_uuid, 240);   /* as trace_json.c bounds it */
+  p = JF_LIT(p, ",\"commId\":\"");
+  p = jf_u64(p, comm_id);
+  p = JF_LIT(p, "\",\"rank\":");
+  p = jf_i64(p, nccl_rank);
+  c->json_id_len = (uint32_t)(p - c->json_id);
   atomic_store_explicit(&reg[idx], c, memory_order_release);
   atomic_store_explicit(&reg_count, idx, memory_order_release);
   pthread_mutex_unlock(&reg_mu);

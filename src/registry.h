@@ -23,6 +23,11 @@ typedef struct cp_comm {
   struct cp_pool *pool;
   uint64_t events;         /* events recorded (relaxed atomic) */
   int finalized;
+  /* The trace's per-communicator fields of an event line, formatted once
+   * at registration (trace_json.c copies them):
+   * ,"gpuUuid":"...","commId":"...","rank":N */
+  uint32_t json_id_len;
+  char json_id[320];
 } cp_comm;
 
 /* The communicator with this registry index, NULL if none. */

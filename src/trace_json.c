@@ -157,12 +157,17 @@ static char *event_head(char *p, const cp_rec *r, const char *type, const char *
   p += n;
   p = JF_LIT(p, "\",\"func\":");
   p = jf_str(p, func, STR_MAX);
-  p = JF_LIT(p, ",\"gpuUuid\":");
-  p = jf_str(p, !pxn && c ? c->gpu_uuid : "", 240);
-  p = JF_LIT(p, ",\"commId\":\"");
-  p = jf_u64(p, !pxn && c ? c->comm_id : 0);
-  p = JF_LIT(p, "\",\"rank\":");
-  p = jf_i64(p, pxn ? -1 : r->rank);
+  if (!pxn && c && r->rank == c->nccl_rank) {   /* formatted at registration */
+    memcpy(p, c->json_id, c->json_id_len);
+    p += c->json_id_len;
+  } else {
+    p = JF_LIT(p, ",\"gpuUuid\":");
+    p = jf_str(p, !pxn && c ? c->gpu_uuid : "", 240);
+    p = JF_LIT(p, ",\"commId\":\"");
+    p = jf_u64(p, !pxn && c ? c->comm_id : 0);
+    p = JF_LIT(p, "\",\"rank\":");
+    p = jf_i64(p, pxn ? -1 : r->rank);
+  }
   p = JF_LIT(p, ",\"start\":");
   p = ts_obj(p, r->start_ns, r->pid, r->start_tid);
   p = JF_LIT(p, ",\"stop\":");

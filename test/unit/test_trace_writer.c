@@ -63,7 +63,9 @@ static void make_rec(cp_rec *r, int t, uint64_t i) {
   r->parent_obj = g % 3 ? 0x550000000000ull + g : 0;
   r->comm = g % 2 ? comm_b->index : comm_a->index;
   r->ctx_addr = 0x1000 + r->comm;
-  r->rank = (int)(g % 4);
+  /* every third record carries its communicator's own rank: the line
+   * then takes the fields formatted at registration (cp_comm.json_id) */
+  r->rank = g % 3 == 0 ? (g % 2 ? comm_b : comm_a)->nccl_rank : (int)(g % 4);
   r->path = (uint32_t)(g % 100);
   r->func = strids[g % NSTR];
   uint32_t dt = strids[(g + 1) % NSTR];
@@ -148,7 +150,8 @@ static void write_comm(FILE *f, const char *key, const cp_comm *c) {
   fprintf(f, "\"%s\":{\"index\":%u,\"id\":\"%llu\",\"name_hex\":\"", key, c->index,
           (unsigned long long)c->comm_id);
   hexs(f, c->comm_name);
-  fprintf(f, "\",\"uuid\":\"%s\",\"nranks\":%d,\"nnodes\":%d}", c->gpu_uuid, c->nranks, c->nnodes);
+  fprintf(f, "\",\"uuid\":\"%s\",\"nranks\":%d,\"nnodes\":%d,\"rank\":%d}", c->gpu_uuid, c->nranks, c->nnodes,
+          c->nccl_rank);
 }
 
 /* ---------------- scenarios (children) ---------------- */

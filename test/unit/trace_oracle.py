@@ -141,7 +141,7 @@ def expected(exp, t, i):
     parent = 0x550000000000 + g if g % 3 else 0
     comm = exp["commB"] if g % 2 else exp["commA"]
     ctx = 0x1000 + comm["index"]
-    rank = g % 4
+    rank = comm["rank"] if g % 3 == 0 else g % 4
     path = g % 100
     func = s_of(exp, g % nstr)
     if 12 <= sel < 14:
