@@ -2,7 +2,9 @@
  * strtab.c — interned strings (strtab.h).
  *
  * Storage: a two-level array of string pointers (chunks of 1024, published
- * with release stores) so cp_str_get() never locks.  Lookup by content: an
+ * with release stores) so cp_str_get() never locks.  Each text is followed
+ * in its allocation by its JSON form (cp_str_json), made once here so the
+ * trace writer copies it instead of escaping it on every line.  Lookup by content: an
  * open-addressing hash table under a mutex, only on a per-thread cache miss.
  * The per-thread cache is keyed by NCCL's pointer and a hit is confirmed
  * with strcmp against the interned text: a pointer that was freed and reused
@@ -17,6 +19,7 @@
 #include <xxhash.h>
 #pragma GCC visibility push(hidden)
 #include "strtab.h"
+#include "json_escape.h"
 #include "tls.h"
 
 #define STR_CHUNK 1024
@@ -36,6 +39,17 @@ const char *cp_str_get(uint32_t id) {
   if (!c) return "";
   const char *s = atomic_load_explicit(&c[id % STR_CHUNK], memory_order_acquire);
   return s ? s : "";
+}
+
+const char *cp_str_json(uint32_t id, size_t *len) {
+  if (id == 0) { *len = 2; return "\"\""; }
+  const char *s = cp_str_get(id);
+  if (!*s) { *len = 2; return "\"\""; }   /* unknown id */
+  const char *after = s + strlen(s) + 1;
+  uint16_t jl;
+  memcpy(&jl, after, sizeof jl);
+  *len = jl;
+  return after + sizeof jl;
 }
 
 static int hash_insert(uint32_t *tab, uint32_t cap, uint32_t id) {
@@ -74,11 +88,24 @@ static uint32_t intern_locked(const char *s, size_t n) {
     atomic_fetch_add_explicit(&str_mem, STR_CHUNK * sizeof *c, memory_order_relaxed);
     atomic_store_explicit(&str_chunks[id / STR_CHUNK], c, memory_order_release);
   }
-  char *copy = malloc(n + 1);
+  /* The text, then its JSON form (quoted, escaped, at most CP_STR_JSON_MAX
+   * escaped bytes: what the trace writes for it) and that form's length. */
+  char js[CP_STR_JSON_MAX + 2];
+  size_t jn = 0;
+  char tmp[STR_MAXLEN + 1];
+  memcpy(tmp, s, n);
+  tmp[n] = 0;
+  js[jn++] = '"';
+  jn += cp_json_escape_str(js + jn, CP_STR_JSON_MAX, tmp);
+  js[jn++] = '"';
+  char *copy = malloc(n + 1 + sizeof(uint16_t) + jn);
   if (!copy) return 0;
   memcpy(copy, s, n);
   copy[n] = 0;
-  atomic_fetch_add_explicit(&str_mem, n + 1, memory_order_relaxed);
+  const uint16_t jl = (uint16_t)jn;
+  memcpy(copy + n + 1, &jl, sizeof jl);
+  memcpy(copy + n + 1 + sizeof jl, js, jn);
+  atomic_fetch_add_explicit(&str_mem, n + 1 + sizeof jl + jn, memory_order_relaxed);
   atomic_store_explicit(&c[id % STR_CHUNK], copy, memory_order_release);
   atomic_store_explicit(&str_count, id + 1, memory_order_release);
   hash_insert(str_hash, str_hash_cap, id);

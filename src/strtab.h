@@ -16,6 +16,11 @@
 
 uint32_t cp_str_intern(const char *s);
 const char *cp_str_get(uint32_t id);      /* never NULL; unknown id -> "" */
+/* The string as a JSON string: quoted, escaped, at most CP_STR_JSON_MAX
+ * escaped bytes between the quotes (longer texts are cut there, as the
+ * trace writer's jf_str would); *len gets its length.  Not NUL-terminated. */
+#define CP_STR_JSON_MAX 256
+const char *cp_str_json(uint32_t id, size_t *len);
 
 /* Hot path: cp_str_intern with the caller's thread block, the cache hit
  * inlined (pointer match confirmed by strcmp against the interned text). */

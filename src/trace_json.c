@@ -51,7 +51,14 @@ static char *ts_obj(char *p, uint64_t ns, int32_t pid, int32_t tid) {
   return p;
 }
 
-static char *sid(char *p, uint32_t id) { return jf_str(p, cp_str_get(id), STR_MAX); }
+/* An interned string: its JSON form was made once, at interning. */
+static char *sid(char *p, uint32_t id) {
+  size_t n;
+  const char *j = cp_str_json(id, &n);
+  memcpy(p, j, n);
+  return p + n;
+}
+_Static_assert(CP_STR_JSON_MAX == STR_MAX, "interned strings are cut where other NCCL strings are");
 
 static char *details(char *p, const cp_rec *r) {
   p = JF_LIT(p, "\"details\":{");
@@ -149,14 +156,14 @@ static char *details(char *p, const cp_rec *r) {
 }
 
 /* The fields event and lifecycle records share, up to "myPid". */
-static char *event_head(char *p, const cp_rec *r, const char *type, const char *func,
+static char *event_head(char *p, const cp_rec *r, const char *type, uint32_t func_id, const char *func,
                         const cp_comm *c, int pxn, uint64_t stop_ns) {
   p = JF_LIT(p, "{\"recordType\":\"event\",\"type\":\"");
   size_t n = strlen(type);
   memcpy(p, type, n);
   p += n;
   p = JF_LIT(p, "\",\"func\":");
-  p = jf_str(p, func, STR_MAX);
+  p = func ? jf_str(p, func, STR_MAX) : sid(p, func_id);
   if (!pxn && c && r->rank == c->nccl_rank) {   /* formatted at registration */
     memcpy(p, c->json_id, c->json_id_len);
     p += c->json_id_len;
@@ -182,7 +189,7 @@ static char *event_head(char *p, const cp_rec *r, const char *type, const char *
 static size_t event_line(const cp_rec *r, char *buf) {
   int pxn = r->is_pxn != 0;
   const cp_comm *c = pxn ? NULL : cp_registry_get(r->comm);
-  char *p = event_head(buf, r, cp_type_name(r->type), cp_str_get(r->func), c, pxn, r->stop_ns);
+  char *p = event_head(buf, r, cp_type_name(r->type), r->func, NULL, c, pxn, r->stop_ns);
   if (pxn) {
     p = JF_LIT(p, ",\"originPid\":");
     p = jf_i64(p, r->origin_pid);
@@ -208,7 +215,7 @@ static size_t event_line(const cp_rec *r, char *buf) {
 static size_t lifecycle_line(const cp_rec *r, char *buf) {
   const cp_comm *c = cp_registry_get(r->comm);
   const char *func = r->d.lifecycle.is_finalize ? "ProfilerFinalize" : "ProfilerInit";
-  char *p = event_head(buf, r, "ProfilerLifecycle", func, c, 0, r->start_ns);
+  char *p = event_head(buf, r, "ProfilerLifecycle", 0, func, c, 0, r->start_ns);
   p = JF_LIT(p, ",\"parentObj\":null,\"eventAddr\":");
   p = jf_ptr(p, r->event_addr);
   p = JF_LIT(p, ",\"ctx\":");
