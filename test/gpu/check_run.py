@@ -155,6 +155,16 @@ def sums(paths, ltype, func):
     return calls, byts, gpu, smp
 
 
+def api_calls(label, paths, fn, k):
+    """Check the CollApi/P2pApi calls of func fn against the app's; return
+    the type of fn's Coll/P2p paths."""
+    p2p = fn in ("Send", "Recv")
+    api_t = "ncclProfileP2pApi" if p2p else "ncclProfileCollApi"
+    calls, _, _, _ = sums(paths, api_t, fn)
+    check(calls == k["api"], "%s: %s %s calls %d = app's calls %d" % (label, api_t[11:], fn, calls, k["api"]))
+    return "ncclProfileP2p" if p2p else "ncclProfileColl"
+
+
 def compare(label, paths, counts, rules, replays_seen=True, state="not frozen"):
     """Check one set of path records against summed app counts.  Graph
     replays count only when NCCL reports them: with KernelCh off at the
@@ -165,12 +175,7 @@ def compare(label, paths, counts, rules, replays_seen=True, state="not frozen"):
     {func: (calls, bytes)} of the Coll/P2p paths as found."""
     seen = {}
     for fn, k in sorted(counts.items()):
-        p2p = fn in ("Send", "Recv")
-        api_t = "ncclProfileP2pApi" if p2p else "ncclProfileCollApi"
-        op_t = "ncclProfileP2p" if p2p else "ncclProfileColl"
-        calls, _, _, _ = sums(paths, api_t, fn)
-        check(calls == k["api"], "%s: %s %s calls %d = app's calls %d" %
-              (label, api_t[11:], fn, calls, k["api"]))
+        op_t = api_calls(label, paths, fn, k)
         calls, byts, gpu, smp = sums(paths, op_t, fn)
         seen[fn] = (calls, byts)
         if replays_seen:
@@ -198,12 +203,7 @@ def compare_summary(paths, counts, per_rank):
     of what each rank's own paths gave (Coll/P2p: ranks may differ in
     whether graph replays give events, by the mask each froze with)."""
     for fn, k in sorted(counts.items()):
-        p2p = fn in ("Send", "Recv")
-        api_t = "ncclProfileP2pApi" if p2p else "ncclProfileCollApi"
-        op_t = "ncclProfileP2p" if p2p else "ncclProfileColl"
-        calls, _, _, _ = sums(paths, api_t, fn)
-        check(calls == k["api"], "summary.json: %s %s calls %d = app's calls %d" %
-              (api_t[11:], fn, calls, k["api"]))
+        op_t = api_calls("summary.json", paths, fn, k)
         calls, byts, gpu, smp = sums(paths, op_t, fn)
         want = (sum(r.get(fn, (0, 0))[0] for r in per_rank), sum(r.get(fn, (0, 0))[1] for r in per_rank))
         check((calls, byts) == want, "summary.json: %s %s calls %d bytes %d = sum over the rank files "
