@@ -367,6 +367,32 @@ static inline __attribute__((always_inline)) void start_hooks(cp_thr *t, const n
   }
 }
 
+/* The GPU side of a new slot (pool lock held), for both start paths: a
+ * Coll/P2p of a sampled call holds its slot for hold KernelCh children
+ * (hold > 0 only then); a KernelCh records its GPU start, the hold epoch it
+ * took over, and (own_clock: not PXN, not the self-cost pool) refines the
+ * communicator's GPU-minus-host clock offset. */
+static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool, cp_slot *s, uint32_t idx,
+                                                                   uint32_t hold, uint32_t type,
+                                                                   const ncclProfilerEventDescr_v5_t *d,
+                                                                   const plink *pl, uint64_t now, int own_clock) {
+  if (UNLIKELY(hold)) {
+    s->kc_seq = ++pool->kc_ops;
+    cp_pool_hold(pool, s, idx, hold);
+    /* KernelCh events due (one sample in flight): only those that will
+     * find the hold report back at their stop. */
+    if (s->hold) s->kc_epoch = cp_mask_kc_expect(s->hold);
+  }
+  if (type == ncclProfileKernelCh) {
+    s->kc_epoch = pl->kc_epoch;
+    s->gpu_start = d->kernelCh.pTimer;
+    if (own_clock) {
+      const int64_t off = (int64_t)(d->kernelCh.pTimer - now);
+      if (!pool->gpu_off_valid || off < pool->gpu_off) { pool->gpu_off = off; pool->gpu_off_valid = 1; }
+    }
+  }
+}
+
 /* No slot (pool released or out of memory): undo the parent link, unlock
  * the pool (held on entry), one bad call. */
 __attribute__((cold, noinline)) static void start_no_slot(cp_pool *pool, cp_pool *ppool, const plink *pl) {
@@ -498,21 +524,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
     s->parent_gen = pl.gen;
   }
   if (pxn) s->origin_pid = type == ncclProfileProxyOp ? d->proxyOp.pid : pl.origin_pid;
-  if (kc_call) {
-    s->kc_seq = ++pool->kc_ops;
-    cp_pool_hold(pool, s, idx, hold);
-    /* KernelCh events due (one sample in flight): only those that will
-     * find the hold report back at their stop. */
-    if (s->hold) s->kc_epoch = cp_mask_kc_expect(s->hold);
-  }
-  if (type == ncclProfileKernelCh) {
-    s->kc_epoch = pl.kc_epoch;
-    s->gpu_start = d->kernelCh.pTimer;
-    if (!pxn && !scratch) {
-      int64_t off = (int64_t)(d->kernelCh.pTimer - now);
-      if (!pool->gpu_off_valid || off < pool->gpu_off) { pool->gpu_off = off; pool->gpu_off_valid = 1; }
-    }
-  }
+  start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, !pxn && !scratch);
   const uint64_t handle = cp_handle_make(path, pool->comm_index, idx, s->gen);
   if (trace) start_record(t, s, d, comm, pxn, type, path, mypid, func, dt, now, pobj, handle, ctxv);
   if (!scratch) {
@@ -589,17 +601,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     s->parent_slot = pl.slot;
     s->parent_gen = pl.gen;
   }
-  if (UNLIKELY(hold)) {
-    s->kc_seq = ++pool->kc_ops;
-    cp_pool_hold(pool, s, idx, hold);
-    if (s->hold) s->kc_epoch = cp_mask_kc_expect(s->hold);
-  }
-  if (type == ncclProfileKernelCh) {
-    s->kc_epoch = pl.kc_epoch;
-    s->gpu_start = d->kernelCh.pTimer;
-    int64_t off = (int64_t)(d->kernelCh.pTimer - now);
-    if (!pool->gpu_off_valid || off < pool->gpu_off) { pool->gpu_off = off; pool->gpu_off_valid = 1; }
-  }
+  start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, 1);
   const uint64_t handle = cp_handle_make(path, pool->comm_index, idx, s->gen);
   if (trace) start_record(t, s, d, comm, 0, type, path, mypid, func, dt, now, pobj, handle, ctxv);
   pool->events++;
