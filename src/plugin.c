@@ -105,6 +105,18 @@ __attribute__((cold, noinline)) static void bad(int kind, const char *what) {
   if (!atomic_flag_test_and_set(&warned[kind])) cp_warn("%s (further ones counted, not printed)", what);
 }
 
+/* A call on an event that already stopped: the first one's line names the
+ * event (handle, call path, calling thread), so that the one run in which
+ * it happens says where to look. */
+__attribute__((cold, noinline)) static void bad_event(int kind, const char *what, uint64_t h, uint32_t path,
+                                                      const cp_thr *t) {
+  char line[400];
+  const char *ps = path != CP_PATH_NONE ? cp_path_str(path) : "";
+  snprintf(line, sizeof line, "%s (handle 0x%llx, path %s, thread %d); ignored", what, (unsigned long long)h,
+           *ps ? ps : "?", t ? (int)t->tid : -1);
+  bad(kind, line);
+}
+
 uint64_t cp_core_bad_calls(void) { return atomic_load_explicit(&g.bad_calls, memory_order_relaxed); }
 int cp_core_nccl_version(void) { return atomic_load_explicit(&g.nccl_version, memory_order_relaxed); }
 double cp_core_event_cost(void) { return g.event_cost; }
@@ -749,7 +761,7 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
     const int released = pool->released, twice = s && cp_slot_key(s) == (cp_handle_key(h) & ~CP_KEY_LIVE);
     cp_pool_unlock(pool);
     if (released) bad(W_AFTER_FINI, "stopEvent after its communicator was finalized; ignored");
-    else if (twice) bad(W_DOUBLE_STOP, "stopEvent twice on one event; ignored");
+    else if (twice) bad_event(W_DOUBLE_STOP, "stopEvent twice on one event", h, f.path, t);
     else bad(W_STALE_HANDLE, "stopEvent with a stale or invalid handle; ignored");
     return NCCL_OK;
   }
@@ -873,7 +885,7 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
     const int released = pool->released, stopped = s && cp_slot_key(s) == (cp_handle_key(h) & ~CP_KEY_LIVE);
     cp_pool_unlock(pool);
     if (released) bad(W_AFTER_FINI, "recordEventState after its communicator was finalized; ignored");
-    else if (stopped) bad(W_STATE_STOPPED, "recordEventState on a stopped event; ignored");
+    else if (stopped) bad_event(W_STATE_STOPPED, "recordEventState on a stopped event", h, f.path, t);
     else bad(W_STALE_HANDLE, "recordEventState with a stale or invalid handle; ignored");
     return NCCL_OK;
   }

@@ -186,6 +186,13 @@ static void test_bad_calls(void *ca) {
   is_u(b4 - b3, 2, "a forged handle naming a never-used slot: stop and state are bad calls");
   is_u(count_lines(errf, "stopEvent twice on one event"), 1, "double stop: its own warning");
   is_u(count_lines(errf, "recordEventState on a stopped event"), 1, "state on a stopped event: its own warning");
+  {
+    /* the line names the event: its handle and call path (a Coll here) */
+    char want[160];
+    snprintf(want, sizeof want, "stopEvent twice on one event (handle %p, path ", co);
+    is_u(count_lines(errf, want), 1, "double stop: the line gives the event's handle");
+    is_u(count_lines(errf, "path Group/Coll:AllReduce, thread "), 2, "double stop and late state: the lines give the call path");
+  }
   is_u(count_lines(errf, "stopEvent with a stale or invalid handle"), 1, "stale stop: its own warning");
   /* the forged state shares the stale kind with the stop: one line per kind */
   unlink(errf);
