@@ -689,7 +689,7 @@ __attribute__((noinline)) static int parent_update_other(cp_thr *t, uint32_t pco
 /* Trace on: the record goes straight from the slot into this thread's ring
  * (pool lock held). */
 __attribute__((noinline)) static void stop_record(const cp_thr *t, const cp_slot *s, uint64_t now) {
-  cp_trace_put_stopped(&s->rec, now, t->tid, s->has_gpu_stop ? s->gpu_stop : 0);
+  cp_trace_put_stopped_i(&s->rec, now, t->tid, s->type == ncclProfileKernelCh, s->has_gpu_stop ? s->gpu_stop : 0);
 }
 
 /* ---- stop and state: finding the handle's pool ----
@@ -837,7 +837,7 @@ __attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, uint32
     if (LIKELY(eState >= 0 && eState < 256)) {
       const cp_srec r = {CP_REC_STATE_C, (uint8_t)((kind == 4 ? 0 : kind) | (pxn ? 8 : 0)), 0,
                          (uint8_t)eState, t->tid, h, now, arg};
-      cp_trace_put_state(&r);   /* 32 bytes, expanded by the writer */
+      cp_trace_put_state_i(&r);   /* 32 bytes, expanded by the writer */
     } else {
       cp_rec r;
       memset(&r, 0, sizeof r);

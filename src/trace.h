@@ -76,12 +76,9 @@ void cp_srec_expand(const cp_srec *s, cp_rec *r);
 void cp_trace_start(void);
 /* Hot path: copy one record into this thread's ring. Never blocks. */
 void cp_trace_put(const cp_rec *r);
-/* Hot path, one call each: a state record; an event record copied from r
- * (built in the event's slot at start) with its stop time, stop thread and
- * (KernelCh) GPU stop filled in.  A full ring drops the record and counts
- * it; with the trace off they do nothing. */
-void cp_trace_put_state(const cp_srec *r);
-void cp_trace_put_stopped(const cp_rec *r, uint64_t stop_ns, int32_t stop_tid, uint64_t gpu_stop);
+/* The callbacks' own records (a state; an event record copied from the
+ * one built in its slot, with the stop filled in) are written inline:
+ * trace_ring.h, cp_trace_put_state_i and cp_trace_put_stopped_i. */
 /* Drain every ring and write everything out (called at finalize/exit). */
 void cp_trace_flush(void);
 /* Records lost to full rings. */

@@ -59,12 +59,27 @@ static inline void cp_trace_commit(unsigned n) {
   atomic_store_explicit(&rg->head, h, memory_order_release);
 }
 
-/* A state record, one unit (trace.h: cp_trace_put_state). */
+/* A state record, one unit (a cp_srec, trace.h). */
 static inline void cp_trace_put_state_i(const cp_srec *r) {
   cp_unit *u = cp_trace_reserve(1);
   if (!u) return;
   memcpy(u, r, sizeof *r);
   cp_trace_commit(1);
+}
+
+/* An event record copied from the one built in its slot at start, with
+ * its stop time and thread filled in (kch: a KernelCh, gpu_stop its GPU
+ * stop from state 22).  A full ring drops it and counts it. */
+static inline void cp_trace_put_stopped_i(const cp_rec *r, uint64_t stop_ns, int32_t stop_tid, int kch,
+                                          uint64_t gpu_stop) {
+  cp_unit *u = cp_trace_reserve(4);
+  if (!u) return;
+  cp_rec *o = (cp_rec *)(void *)u;
+  memcpy(o, r, sizeof *r);
+  o->stop_ns = stop_ns;
+  o->stop_tid = stop_tid;
+  if (kch) o->d.kernel_ch.gpu_stop = gpu_stop;
+  cp_trace_commit(4);
 }
 
 #endif

@@ -7,7 +7,7 @@
  * and a release store of the head; wrap, attach and a ring that may be
  * half full go out of line (cp_trace_reserve_slow); that producer side is
  * inlined from trace_ring.h.  Rings are arrays of 32-byte
- * units: a full cp_rec takes 4 (cp_trace_put, cp_trace_put_stopped), a
+ * units: a full cp_rec takes 4 (cp_trace_put, cp_trace_put_stopped_i), a
  * state record takes 1
  * (cp_srec, trace.h: states are half the records of a run and need only
  * the handle, time, thread and argument; the writer expands them).  A
@@ -456,25 +456,6 @@ void cp_trace_put(const cp_rec *r) {
   memcpy(u, r, sizeof *r);
   cp_trace_commit(4);
 }
-
-void cp_trace_put_state(const cp_srec *r) {
-  cp_unit *u = cp_trace_reserve(1);
-  if (!u) return;
-  memcpy(u, r, sizeof *r);
-  cp_trace_commit(1);
-}
-
-void cp_trace_put_stopped(const cp_rec *r, uint64_t stop_ns, int32_t stop_tid, uint64_t gpu_stop) {
-  cp_unit *u = cp_trace_reserve(4);
-  if (!u) return;
-  cp_rec *o = (cp_rec *)u;
-  memcpy(o, r, sizeof *r);
-  o->stop_ns = stop_ns;
-  o->stop_tid = stop_tid;
-  if (r->type == ncclProfileKernelCh) o->d.kernel_ch.gpu_stop = gpu_stop;
-  cp_trace_commit(4);
-}
-
 
 /* ---- life cycle ---- */
 
