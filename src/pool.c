@@ -253,40 +253,57 @@ __attribute__((always_inline)) static inline void bl_drop(cp_pool *p, cp_slot *s
   if (!s->live && !s->fallback) p->busy--;
 }
 
-void cp_pool_ref_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
-  if (s->refcnt == 0) {
-    if (!s->live && !s->fallback) p->busy++;   /* a released slot is held again */
-    lru_append(p, s, idx);
-    p->bl_size++;
-  } else if (p->bl_tail != idx) {
-    lru_unlink(p, s);                          /* most recently named: to the tail */
-    lru_append(p, s, idx);
-  }
-  s->refcnt++;
+/* Over the cap: evict from the LRU head (the least recently named). */
+static void bl_enforce_cap(cp_pool *p) {
   while (p->bl_size > p->bl_cap && p->bl_head != CP_SLOT_NIL) {
     cp_slot *old = cp_pool_slot(p, p->bl_head);
     if (!old) break;
     p->evictions++;
     if (!atomic_flag_test_and_set(&evict_warned))
-      cp_warn("blacklist full (COLLPROF_BLACKLIST_CAP=%llu): evicting parents still named by live children or held for "
-              "KernelCh; their late GPU spans and child times may be lost",
+      cp_warn("blacklist full (COLLPROF_BLACKLIST_CAP=%llu): evicting stopped parents still named by live children "
+              "or held for KernelCh; their late GPU spans and child times may be lost",
               (unsigned long long)p->bl_cap);
     bl_drop(p, old);
   }
 }
 
+/* A stopped parent named (a live one is counted inline, pool.h). */
+void cp_pool_ref_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
+  if (s->live) { s->refcnt++; return; }
+  if (s->refcnt == 0) {
+    if (!s->fallback) p->busy++;               /* a released slot is held again */
+    lru_append(p, s, idx);
+    p->bl_size++;
+    s->refcnt = 1;
+    bl_enforce_cap(p);
+    return;
+  }
+  if (p->bl_tail != idx) {
+    lru_unlink(p, s);                          /* most recently named: to the tail */
+    lru_append(p, s, idx);
+  }
+  s->refcnt++;
+}
+
+void cp_pool_list_stopped(cp_pool *p, cp_slot *s, uint32_t idx) {
+  lru_append(p, s, idx);
+  p->bl_size++;
+  bl_enforce_cap(p);
+}
+
+/* Holds are taken at the Coll/P2p's own start, while it is live: counted
+ * only; listed at its stop like any named parent. */
 void cp_pool_hold(cp_pool *p, cp_slot *s, uint32_t idx, uint32_t n) {
-  if (n == 0 || s->fallback || p->scratch || s->refcnt != 0) return;
-  cp_pool_ref_slow(p, s, idx);     /* listed, at the LRU tail: never the one evicted */
-  if (s->refcnt == 0) return;
-  s->refcnt += n - 1;
+  (void)idx;
+  if (n == 0 || s->fallback || p->scratch || s->refcnt != 0 || !s->live) return;
+  s->refcnt = n;
   s->hold = n;
 }
 
 void cp_pool_unref_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
   (void)idx;
   if (s->refcnt == 0) return;                  /* evicted meanwhile */
-  if (--s->refcnt == 0) {
+  if (--s->refcnt == 0 && !s->live) {
     s->refcnt = 1;
     bl_drop(p, s);
   }
@@ -295,7 +312,6 @@ void cp_pool_unref_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
 void cp_pool_release_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
   cp_slot_set_live(s, 0);
   if (s->fallback) {
-    if (s->refcnt) { lru_unlink(p, s); p->bl_size--; }
     cp_pool_flush_span(s);
     if (p->fb && idx >= CP_POOL_FB_BASE && idx - CP_POOL_FB_BASE < CP_POOL_FB_MAX && p->fb[idx - CP_POOL_FB_BASE] == s)
       p->fb[idx - CP_POOL_FB_BASE] = NULL;

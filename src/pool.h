@@ -26,10 +26,13 @@
  * start after their Coll stopped) still add their GPU span (KernelCh: the
  * Coll's latest stop - earliest start) and self time to the right record
  * instead of losing it to, or corrupting, a recycled slot.  Parents are
- * reference-counted (count in the slot: O(1)), kept in LRU order in an
- * intrusive list, bounded by COLLPROF_BLACKLIST_CAP; over the cap the least
- * recently named parent is evicted (one warning, counted), which only means
- * its late children's GPU span and child time may be dropped.
+ * reference-counted (count in the slot: O(1)).  A live parent only counts
+ * its children: a live slot is never handed out, so it needs no list.  A
+ * parent that stops while still named, or one named after it stopped,
+ * enters an intrusive list in LRU order (a stop or a naming moves it to
+ * the tail), bounded by COLLPROF_BLACKLIST_CAP; over the cap the least
+ * recently named stopped parent is evicted (one warning, counted), which
+ * only means its late children's GPU span and child time may be dropped.
  *
  * Locking: one spinlock per pool (NCCL calls a pool from the application
  * thread, the proxy thread and CUDA host-callback threads); every function
@@ -177,24 +180,32 @@ cp_slot *cp_pool_slot_slow(cp_pool *p, uint32_t idx);
 /* The event stopped: the slot goes back (stays held while blacklisted);
  * a fallback slot is freed. */
 void cp_pool_release_slow(cp_pool *p, cp_slot *s, uint32_t idx);
+/* A parent that stops while children still name it (or holds remain)
+ * enters the blacklist at its LRU tail (lock held, called by release). */
+void cp_pool_list_stopped(cp_pool *p, cp_slot *s, uint32_t idx);
 static inline void cp_pool_release(cp_pool *p, cp_slot *s, uint32_t idx) {
   if (__builtin_expect(!s->fallback, 1)) {
     cp_slot_set_live(s, 0);
     if (s->refcnt == 0) p->busy--;
+    else cp_pool_list_stopped(p, s, idx);   /* still named: blacklisted now */
     return;
   }
   cp_pool_release_slow(p, s, idx);
 }
-/* A child names this slot / stopped naming it.  Inlined: a further child
- * of the most recently named parent, and a child that is not the last. */
+/* A child names this slot / stopped naming it.  Only stopped parents are
+ * listed: a live slot is never handed out anyway, so while the parent runs
+ * (ProxyOp under its ProxySteps, GroupApi under its CollApi) a child only
+ * counts; the list work is for parents that stopped first.  Inlined: a
+ * live parent, a further child of the most recently named stopped parent,
+ * and a child that is not the last. */
 void cp_pool_ref_slow(cp_pool *p, cp_slot *s, uint32_t idx);
 void cp_pool_unref_slow(cp_pool *p, cp_slot *s, uint32_t idx);
 static inline void cp_pool_ref(cp_pool *p, cp_slot *s, uint32_t idx) {
-  if (s->refcnt != 0 && p->bl_tail == idx) { s->refcnt++; return; }
+  if (s->live || (s->refcnt != 0 && p->bl_tail == idx)) { s->refcnt++; return; }
   cp_pool_ref_slow(p, s, idx);
 }
 static inline void cp_pool_unref(cp_pool *p, cp_slot *s, uint32_t idx) {
-  if (s->refcnt > 1) { s->refcnt--; return; }
+  if (s->refcnt > 1 || (s->refcnt == 1 && s->live)) { s->refcnt--; return; }
   cp_pool_unref_slow(p, s, idx);
 }
 /* Holds for late KernelCh children.  With the host far ahead of the GPU a
