@@ -301,12 +301,78 @@ static void fill_details(cp_thr *t, cp_rec *r, const ncclProfilerEventDescr_v5_t
   }
 }
 
+/* The compact record (trace.h, cp_erec) of an event that has one: not a
+ * Coll, not PXN, on a real path of a registered communicator. */
+static void start_record_c(cp_thr *t, cp_erec *r, const ncclProfilerEventDescr_v5_t *d, uint32_t type,
+                           uint32_t path, uint32_t comm, uint32_t dt, uint64_t now, uint64_t pobj,
+                           uint64_t handle) {
+  memset(r, 0, sizeof *r);
+  r->kind = CP_REC_EVENT_C;
+  r->type_bit = (uint8_t)__builtin_ctz(type);
+  r->path = (uint16_t)path;
+  r->comm = (uint16_t)comm;
+  r->start_tid = t->tid;
+  r->start_ns = now;
+  r->parent_obj = pobj;
+  r->event_addr = handle;
+  switch (type) {
+  case ncclProfileGroupApi:
+    r->d.group_api.group_depth = d->groupApi.groupDepth;
+    r->d.group_api.graph_captured = d->groupApi.graphCaptured;
+    break;
+  case ncclProfileCollApi:
+    r->d.coll_api.count = d->collApi.count;
+    r->x = cp_str_intern_t(t, d->collApi.datatype);
+    r->d.coll_api.root = d->collApi.root;
+    r->d.coll_api.graph_captured = d->collApi.graphCaptured;
+    break;
+  case ncclProfileP2pApi:
+    r->d.coll_api.count = d->p2pApi.count;
+    r->x = cp_str_intern_t(t, d->p2pApi.datatype);
+    r->d.coll_api.graph_captured = d->p2pApi.graphCaptured;
+    break;
+  case ncclProfileKernelLaunch:
+    r->d.kernel_launch.stream = (uint64_t)(uintptr_t)d->kernelLaunch.stream;
+    break;
+  case ncclProfileP2p:
+    r->d.p2p.count = d->p2p.count;
+    r->x = dt;
+    r->d.p2p.peer = d->p2p.peer;
+    r->d.p2p.channels = d->p2p.nChannels;
+    break;
+  case ncclProfileProxyOp:
+    r->d.proxy_op.peer = d->proxyOp.peer;
+    r->d.proxy_op.nsteps = d->proxyOp.nSteps;
+    r->d.proxy_op.chunk_size = d->proxyOp.chunkSize;
+    r->d.proxy_op.is_send = d->proxyOp.isSend;
+    r->d.proxy_op.channel = d->proxyOp.channelId;
+    break;
+  case ncclProfileProxyStep:
+    r->d.proxy_step.step = d->proxyStep.step;
+    break;
+  case ncclProfileKernelCh:
+    r->d.kernel_ch.gpu_start = d->kernelCh.pTimer;
+    r->x = d->kernelCh.channelId;
+    break;
+  case ncclProfileNetPlugin:
+    r->d.net_plugin.id = d->netPlugin.id;
+    break;
+  default:
+    break;
+  }
+}
+
 /* Trace on: the event record is built in the slot at start (pool lock held)
- * and copied once, at stop, into the ring. */
+ * and copied once, at stop, into the ring: the compact form where the
+ * writer can fill in the rest, else the full one. */
 __attribute__((noinline)) static void start_record(cp_thr *t, cp_slot *s, const ncclProfilerEventDescr_v5_t *d,
                                                    const cp_comm *comm, int pxn, uint32_t type, uint32_t path,
                                                    int mypid, uint32_t func, uint32_t dt, uint64_t now,
                                                    uint64_t pobj, uint64_t handle, uint64_t ctxv) {
+  if (LIKELY(comm && !pxn && type != ncclProfileColl && path < CP_PATH_PXN && ctxv == comm->ctx_value)) {
+    start_record_c(t, &s->erec, d, type, path, comm->index, dt, now, pobj, handle);
+    return;
+  }
   cp_rec *r = &s->rec;
   /* Every header field is written; only the details are zeroed first. */
   r->kind = CP_REC_EVENT;
@@ -689,7 +755,10 @@ __attribute__((noinline)) static int parent_update_other(cp_thr *t, uint32_t pco
 /* Trace on: the record goes straight from the slot into this thread's ring
  * (pool lock held). */
 __attribute__((noinline)) static void stop_record(const cp_thr *t, const cp_slot *s, uint64_t now) {
-  cp_trace_put_stopped_i(&s->rec, now, t->tid, s->type == ncclProfileKernelCh, s->has_gpu_stop ? s->gpu_stop : 0);
+  const int kch = s->type == ncclProfileKernelCh;
+  const uint64_t gpu_stop = s->has_gpu_stop ? s->gpu_stop : 0;
+  if (LIKELY(s->rec.kind == CP_REC_EVENT_C)) cp_trace_put_stopped_c(&s->erec, now, kch, gpu_stop);
+  else cp_trace_put_stopped_i(&s->rec, now, t->tid, kch, gpu_stop);
 }
 
 /* ---- stop and state: finding the handle's pool ----

@@ -89,7 +89,10 @@ typedef struct cp_slot {
   uint8_t span_bad;      /* Coll/P2p: a KernelCh span may come from a reused NCCL
                             timestamp slot: the GPU sample is dropped */
   uint8_t pad3[3];       /* rec on lines 3-4: a slot is 4 whole cache lines */
-  cp_rec rec;            /* trace record, filled at start when the trace is on */
+  union {                /* trace record, built at start when the trace is on */
+    cp_rec rec;          /* full form (Coll, PXN) */
+    cp_erec erec;        /* compact form (the rest): rec.kind tells which */
+  };
   char pad2[256 - 128 - sizeof(cp_rec)];
 } cp_slot;
 _Static_assert(sizeof(cp_slot) == 256, "a slot is 4 cache lines (chunks are line-aligned)");

@@ -72,6 +72,40 @@ typedef struct cp_srec {
 /* Expand a compact state record (writer side). */
 void cp_srec_expand(const cp_srec *s, cp_rec *r);
 
+/* An event record in two units, for every event but a Coll (its details
+ * need 34 bytes) and a PXN event (its rank, pid and context are another
+ * process's): half the bytes the hot path writes into a ring, and a ring
+ * holds twice as many.  Left out, because the writer finds them: rank and
+ * context (registry entry of comm), pid (the process's), func (the leaf of
+ * the path: paths.h, cp_path_func) and the stop thread (the ring's owner:
+ * a record enters the ring of the thread that stopped the event). */
+enum { CP_REC_EVENT_C = 0x11 };
+typedef struct cp_erec {
+  uint8_t kind;            /* CP_REC_EVENT_C */
+  uint8_t type_bit;        /* NCCL type = 1 << type_bit */
+  uint16_t path;           /* local path id (never a pseudo-path) */
+  uint16_t comm;           /* registry index, >= 1 */
+  uint16_t pad;
+  int32_t start_tid;
+  uint32_t x;              /* datatype id (CollApi, P2pApi, P2p), channel (KernelCh) */
+  uint64_t start_ns, stop_ns;
+  uint64_t parent_obj, event_addr;
+  union {                  /* details by type (16 bytes) */
+    struct { int32_t group_depth; uint8_t graph_captured; } group_api;
+    struct { uint64_t count; int32_t root; uint8_t graph_captured; } coll_api;   /* P2pApi too */
+    struct { uint64_t stream; } kernel_launch;
+    struct { uint64_t count; int32_t peer; uint8_t channels; } p2p;
+    struct { int32_t peer, nsteps, chunk_size; uint8_t is_send, channel; } proxy_op;
+    struct { int32_t step; } proxy_step;
+    struct { uint64_t gpu_start, gpu_stop; } kernel_ch;
+    struct { int64_t id; } net_plugin;
+  } d;
+} cp_erec;
+_Static_assert(sizeof(cp_erec) == 64, "a compact event record is two ring units");
+
+/* Expand a compact event record (writer side); stop_tid: the ring's owner. */
+void cp_erec_expand(const cp_erec *e, int32_t stop_tid, cp_rec *r);
+
 /* Start the trace (idempotent; opens the file lazily on first record). */
 void cp_trace_start(void);
 /* Hot path: copy one record into this thread's ring. Never blocks. */

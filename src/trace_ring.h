@@ -37,7 +37,7 @@ typedef struct cp_ring {
 extern __thread cp_ring *cp_tl_ring __attribute__((tls_model("initial-exec")));
 extern atomic_int cp_trace_accept;   /* the trace takes records */
 
-/* Room for n units (1 or 4) at the head, or NULL (record dropped and
+/* Room for n units (1, 2 or 4) at the head, or NULL (record dropped and
  * counted, or the trace takes no records). */
 cp_unit *cp_trace_reserve_slow(unsigned n);
 
@@ -80,6 +80,17 @@ static inline void cp_trace_put_stopped_i(const cp_rec *r, uint64_t stop_ns, int
   o->stop_tid = stop_tid;
   if (kch) o->d.kernel_ch.gpu_stop = gpu_stop;
   cp_trace_commit(4);
+}
+
+/* A compact event record (cp_erec) copied from its slot, stop filled in. */
+static inline void cp_trace_put_stopped_c(const cp_erec *r, uint64_t stop_ns, int kch, uint64_t gpu_stop) {
+  cp_unit *u = cp_trace_reserve(2);
+  if (!u) return;
+  cp_erec *o = (cp_erec *)(void *)u;
+  memcpy(o, r, sizeof *r);
+  o->stop_ns = stop_ns;
+  if (kch) o->d.kernel_ch.gpu_stop = gpu_stop;
+  cp_trace_commit(2);
 }
 
 #endif

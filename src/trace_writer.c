@@ -8,10 +8,11 @@
  * half full go out of line (cp_trace_reserve_slow); that producer side is
  * inlined from trace_ring.h.  Rings are arrays of 32-byte
  * units: a full cp_rec takes 4 (cp_trace_put, cp_trace_put_stopped_i), a
- * state record takes 1
+ * compact event record 2 (cp_erec: most events; expanded in
+ * trace_compact.c), a state record 1
  * (cp_srec, trace.h: states are half the records of a run and need only
  * the handle, time, thread and argument; the writer expands them).  A
- * 4-unit record never wraps: the rest of the ring is skipped with a pad
+ * record never wraps: the rest of the ring is skipped with a pad
  * unit.  The producer reads the consumer's tail only when its cached copy
  * says the ring may be half full; then it raises a wake flag for the
  * writer (a plain store: no system call on the hot path).  A full ring
@@ -275,6 +276,11 @@ static void drain_locked(char *buf, size_t cap, int sig) {
         cp_srec_expand((const cp_srec *)u, &r);
         len += cp_trace_json(&r, buf + len);
         t += 1;
+      } else if (kind == CP_REC_EVENT_C) {
+        cp_rec r;
+        cp_erec_expand((const cp_erec *)u, rg->tid, &r);
+        len += cp_trace_json(&r, buf + len);
+        t += 2;
       } else {
         len += cp_trace_json((const cp_rec *)u, buf + len);
         t += 4;
@@ -343,21 +349,7 @@ static void *writer_main(void *arg) {
 
 static _Atomic int g_pid;   /* the process's, at trace start */
 
-void cp_srec_expand(const cp_srec *s, cp_rec *r) {
-  memset(r, 0, sizeof *r);
-  r->kind = CP_REC_STATE;
-  r->is_pxn = (s->flags >> 3) & 1;
-  r->state_arg_kind = s->flags & 7;
-  r->path = s->state;
-  const cp_comm *c = r->is_pxn ? NULL : cp_registry_get((uint32_t)(s->handle >> 32) & 0xFFFu);
-  r->rank = c ? c->nccl_rank : -1;
-  r->comm = c ? c->index : 0;
-  r->pid = atomic_load_explicit(&g_pid, memory_order_relaxed);
-  r->start_tid = r->stop_tid = s->tid;
-  r->start_ns = r->stop_ns = s->ts;
-  r->event_addr = s->handle;
-  r->d.state.arg = s->arg;
-}
+int cp_trace_pid(void) { return atomic_load_explicit(&g_pid, memory_order_relaxed); }
 
 /* ---- rings ---- */
 
@@ -418,8 +410,8 @@ got:
   return rg;
 }
 
-/* Room for n units at the head (n = 1 or 4), a pad written first when a
- * 4-unit record would wrap.  NULL (and the record counted as dropped) when
+/* Room for n units at the head (n = 1, 2 or 4), a pad written first when a
+ * record of 2 or 4 units would wrap.  NULL (and the record counted as dropped) when
  * the ring is full or the trace takes no records.  The slow path: no ring
  * yet, a wrap, or the cached tail says the ring may be half full. */
 cp_unit *cp_trace_reserve_slow(unsigned n) {

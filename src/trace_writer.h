@@ -25,6 +25,9 @@ int cp_trace_in_fork_child(void);
 /* 1 when the trace file could not be created (one warning was given). */
 int cp_trace_failed(void);
 
+/* The process id the trace's records carry (set at trace start). */
+int cp_trace_pid(void);
+
 /* The trace file's current name ("" before cp_trace_start). */
 void cp_trace_path(char *buf, size_t cap);
 

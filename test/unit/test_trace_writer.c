@@ -15,6 +15,10 @@
  *   tail       driven through the real ncclProfiler_v5: rename to
  *              rank<R>.jsonl, tail idempotent, kept last when records
  *              follow, global ids, clock record, last-finalize writer
+ *   fields     driven through the real ncclProfiler_v5: one event of every
+ *              type (and a PXN ProxyOp), some stopped on another thread;
+ *              every field of every event line is what went in (the
+ *              compact ring records and the full ones alike)
  *   move       rank 0's folder replaces ours: file moved, ours removed
  *   fork       the child writes nothing; the parent's file is intact
  *   signal     cp_trace_flush_signal_safe from a handler, then _exit
@@ -30,6 +34,7 @@
 #include "trace_writer.h"
 
 #include <dirent.h>
+#include <sys/syscall.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -334,6 +339,171 @@ static int sc_tail(const char *expf) {
   return fails ? 4 : 0;
 }
 
+/* ---- fields: what went into each callback, written as the expected
+ * JSON event line's fields (trace-format.md); the oracle compares. ---- */
+typedef struct { void *h; int stop_other; } fld_ev;
+static fld_ev fld_evs[16];
+static int fld_n;
+static FILE *fld_f;
+static int fld_tid_b;
+
+static void *fld_stopper(void *arg) {
+  (void)arg;
+  fld_tid_b = (int)syscall(SYS_gettid);
+  for (int i = fld_n - 1; i >= 0; i--)
+    if (fld_evs[i].stop_other) ncclProfiler_v5.stopEvent(fld_evs[i].h);
+  return NULL;
+}
+
+/* Start one event; its expected line goes out once every tid is known. */
+static void *fld_start(void *ctx, ncclProfilerEventDescr_v5_t *d, int stop_other) {
+  void *h = NULL;
+  ncclProfiler_v5.startEvent(ctx, &h, d);
+  fld_evs[fld_n].h = h;
+  fld_evs[fld_n].stop_other = stop_other;
+  fld_n++;
+  return h;
+}
+
+static void fld_hex(FILE *f, const char *key, const void *p) {
+  if (p) fprintf(f, ",\"%s\":\"%p\"", key, p);
+  else fprintf(f, ",\"%s\":null", key);
+}
+
+static int sc_fields(const char *expf) {
+  int mask = 0;
+  void *ctx = NULL;
+  if (ncclProfiler_v5.init(&ctx, 91, &mask, "fieldcomm", 1, 2, 1, NULL) != 0) return 2;
+  const int pid = (int)getpid(), tid_a = (int)syscall(SYS_gettid);
+  char *stream = (char *)0x1234560;
+  ncclProfilerEventDescr_v5_t d[13];
+  memset(d, 0, sizeof d);
+  d[0].type = ncclProfileGroupApi; d[0].groupApi.groupDepth = 2; d[0].groupApi.graphCaptured = 1;
+  void *ga = fld_start(ctx, &d[0], 0);
+  d[1].type = ncclProfileCollApi; d[1].parentObj = ga; d[1].collApi.func = "AllGather";
+  d[1].collApi.count = 77; d[1].collApi.datatype = "ncclInt64"; d[1].collApi.root = 3;
+  void *ca = fld_start(ctx, &d[1], 1);
+  d[2].type = ncclProfileP2pApi; d[2].parentObj = ga; d[2].p2pApi.func = "Send";
+  d[2].p2pApi.count = 12; d[2].p2pApi.datatype = "ncclUint8"; d[2].p2pApi.graphCaptured = 1;
+  void *pa = fld_start(ctx, &d[2], 0);
+  d[3].type = ncclProfileKernelLaunch; d[3].parentObj = ga; d[3].kernelLaunch.stream = stream;
+  fld_start(ctx, &d[3], 0);
+  d[4].type = ncclProfileGroup;
+  void *gr = fld_start(ctx, &d[4], 0);
+  d[5].type = ncclProfileColl; d[5].parentObj = ca; d[5].rank = 1; d[5].coll.func = "AllGather";
+  d[5].coll.seqNumber = 9; d[5].coll.count = 77; d[5].coll.datatype = "ncclInt64"; d[5].coll.root = 3;
+  d[5].coll.algo = "RING"; d[5].coll.proto = "LL"; d[5].coll.nChannels = 2; d[5].coll.nWarps = 8;
+  d[5].coll.parentGroup = gr;
+  void *co = fld_start(ctx, &d[5], 0);
+  d[6].type = ncclProfileP2p; d[6].parentObj = pa; d[6].rank = 1; d[6].p2p.func = "Send";
+  d[6].p2p.count = 12; d[6].p2p.datatype = "ncclUint8"; d[6].p2p.peer = 0; d[6].p2p.nChannels = 3;
+  fld_start(ctx, &d[6], 1);
+  d[7].type = ncclProfileProxyOp; d[7].parentObj = co; d[7].rank = 1; d[7].proxyOp.pid = pid;
+  d[7].proxyOp.channelId = 5; d[7].proxyOp.peer = 0; d[7].proxyOp.nSteps = 4;
+  d[7].proxyOp.chunkSize = 65536; d[7].proxyOp.isSend = 0;
+  void *po = fld_start(ctx, &d[7], 0);
+  d[8].type = ncclProfileProxyStep; d[8].parentObj = po; d[8].rank = 1; d[8].proxyStep.step = 7;
+  void *ps = fld_start(ctx, &d[8], 1);
+  d[9].type = ncclProfileProxyCtrl;
+  fld_start(ctx, &d[9], 0);
+  d[10].type = ncclProfileKernelCh; d[10].parentObj = co; d[10].kernelCh.channelId = 6;
+  d[10].kernelCh.pTimer = 1000;
+  void *kc = fld_start(ctx, &d[10], 1);
+  ncclProfilerEventStateArgs_v5_t a;
+  memset(&a, 0, sizeof a);
+  a.pTimer = 3500;
+  ncclProfiler_v5.recordEventState(kc, ncclProfilerKernelChStop, &a);
+  d[11].type = ncclProfileNetPlugin; d[11].parentObj = ps; d[11].rank = 1; d[11].netPlugin.id = 42;
+  fld_start(ctx, &d[11], 0);
+  d[12].type = ncclProfileProxyOp; d[12].parentObj = (void *)0xdead0000; d[12].rank = 0;
+  d[12].proxyOp.pid = pid + 100000; d[12].proxyOp.channelId = 1; d[12].proxyOp.peer = 1;
+  d[12].proxyOp.nSteps = 2; d[12].proxyOp.chunkSize = 4096; d[12].proxyOp.isSend = 1;
+  fld_start(ctx, &d[12], 0);
+  pthread_t th;
+  if (pthread_create(&th, NULL, fld_stopper, NULL) != 0) return 3;
+  pthread_join(th, NULL);
+  for (int i = fld_n - 1; i >= 0; i--)
+    if (!fld_evs[i].stop_other) ncclProfiler_v5.stopEvent(fld_evs[i].h);
+  cp_trace_flush();
+  fld_f = fopen(expf, "w");
+  if (!fld_f) return 4;
+  FILE *f = fld_f;
+  static const char *tn[] = {"ncclProfileGroup", "ncclProfileColl", "ncclProfileP2p", "ncclProfileProxyOp",
+                             "ncclProfileProxyStep", "ncclProfileProxyCtrl", "ncclProfileKernelCh",
+                             "ncclProfileNetPlugin", "ncclProfileGroupApi", "ncclProfileCollApi",
+                             "ncclProfileP2pApi", "ncclProfileKernelLaunch"};
+  fprintf(f, "{\"events\":[");
+  for (int i = 0; i < fld_n; i++) {
+    const ncclProfilerEventDescr_v5_t *e = &d[i];
+    const int pxn = i == 12;
+    const char *func = e->type == ncclProfileCollApi ? e->collApi.func
+                     : e->type == ncclProfileP2pApi ? e->p2pApi.func
+                     : e->type == ncclProfileColl ? e->coll.func
+                     : e->type == ncclProfileP2p ? e->p2p.func
+                     : e->type == ncclProfileProxyOp ? (e->proxyOp.isSend ? "Send" : "Recv") : "";
+    const int stop_tid = fld_evs[i].stop_other ? fld_tid_b : tid_a;
+    fprintf(f, "%s{\"type\":\"%s\",\"func\":\"%s\",\"commId\":\"%s\",\"rank\":%d,"
+               "\"start\":{\"pid\":%d,\"tid\":%d},\"stop\":{\"pid\":%d,\"tid\":%d},\"myPid\":%d,"
+               "\"isPxn\":%s",
+            i ? "," : "", tn[__builtin_ctz((unsigned)e->type)], func, pxn ? "0" : "91", pxn ? -1 : 1,
+            pid, tid_a, pid, stop_tid, pid, pxn ? "true" : "false");
+    fld_hex(f, "eventAddr", fld_evs[i].h);
+    fld_hex(f, "parentObj", e->parentObj);
+    if (pxn) fprintf(f, ",\"originPid\":%d", e->proxyOp.pid);
+    else fld_hex(f, "ctx", ctx);
+    fprintf(f, ",\"details\":{");
+    switch (e->type) {
+    case ncclProfileGroupApi:
+      fprintf(f, "\"groupDepth\":%d,\"graphCaptured\":%s", e->groupApi.groupDepth,
+              e->groupApi.graphCaptured ? "true" : "false");
+      break;
+    case ncclProfileCollApi:
+      fprintf(f, "\"func\":\"%s\",\"count\":%zu,\"datatype\":\"%s\",\"root\":%d,\"graphCaptured\":%s",
+              e->collApi.func, e->collApi.count, e->collApi.datatype, e->collApi.root,
+              e->collApi.graphCaptured ? "true" : "false");
+      break;
+    case ncclProfileP2pApi:
+      fprintf(f, "\"func\":\"%s\",\"count\":%zu,\"datatype\":\"%s\",\"graphCaptured\":%s", e->p2pApi.func,
+              e->p2pApi.count, e->p2pApi.datatype, e->p2pApi.graphCaptured ? "true" : "false");
+      break;
+    case ncclProfileKernelLaunch:
+      fprintf(f, "\"stream\":\"%p\"", e->kernelLaunch.stream);
+      break;
+    case ncclProfileColl:
+      fprintf(f, "\"func\":\"%s\",\"seq\":%llu,\"count\":%zu,\"datatype\":\"%s\",\"root\":%d,\"algo\":\"%s\","
+                 "\"proto\":\"%s\",\"channels\":%d,\"nWarps\":%d",
+              e->coll.func, (unsigned long long)e->coll.seqNumber, e->coll.count, e->coll.datatype, e->coll.root,
+              e->coll.algo, e->coll.proto, e->coll.nChannels, e->coll.nWarps);
+      break;
+    case ncclProfileP2p:
+      fprintf(f, "\"func\":\"%s\",\"peer\":%d,\"count\":%zu,\"datatype\":\"%s\",\"channels\":%d", e->p2p.func,
+              e->p2p.peer, e->p2p.count, e->p2p.datatype, e->p2p.nChannels);
+      break;
+    case ncclProfileProxyOp:
+      fprintf(f, "\"channelId\":%d,\"peer\":%d,\"nSteps\":%d,\"chunkSize\":%d,\"isSend\":%d",
+              e->proxyOp.channelId, e->proxyOp.peer, e->proxyOp.nSteps, e->proxyOp.chunkSize, e->proxyOp.isSend);
+      break;
+    case ncclProfileProxyStep:
+      fprintf(f, "\"step\":%d", e->proxyStep.step);
+      break;
+    case ncclProfileKernelCh:
+      fprintf(f, "\"channelId\":%d,\"gpuStart\":%llu,\"gpuStop\":%llu", e->kernelCh.channelId,
+              (unsigned long long)e->kernelCh.pTimer, (unsigned long long)a.pTimer);
+      break;
+    case ncclProfileNetPlugin:
+      fprintf(f, "\"id\":%lld", (long long)e->netPlugin.id);
+      break;
+    default:
+      break;
+    }
+    fprintf(f, "}}");
+  }
+  fprintf(f, "]}\n");
+  fclose(f);
+  ncclProfiler_v5.finalize(ctx);
+  return 0;
+}
+
 static int sc_move(const char *expf) {
   /* No COLLPROF_OUTPUT_DIR: the folder is collprof-<time> in the cwd. */
   setup_strings_and_comms();
@@ -548,6 +718,7 @@ int main(int argc, char **argv) {
     if (!strcmp(s, "tail")) return sc_tail(argv[2]);
     if (!strcmp(s, "full")) return sc_full(argv[2]);
     if (!strcmp(s, "move")) return sc_move(argv[2]);
+    if (!strcmp(s, "fields")) return sc_fields(argv[2]);
     if (!strcmp(s, "fork")) return sc_fork(argv[2]);
     if (!strcmp(s, "signal")) return sc_signal(argv[2]);
     if (!strcmp(s, "bench")) return sc_bench(argv[2]);
@@ -652,6 +823,16 @@ int main(int argc, char **argv) {
   show_err("tail");
   snprintf(f, sizeof f, "%s/tail/rank3.jsonl", tmp);
   ok(check("tail", f, "tail"), "tail: path records with global ids, rank, clock last; counts match");
+
+  /* every field of every event type, through the real plugin */
+  snprintf(e1, sizeof e1, "COLLPROF_OUTPUT_DIR=%s/fields", tmp);
+  const char *env_fields[] = {e1, "NCCL_PROFILE_EVENT_MASK=4095", "COLLPROF_GPU_SAMPLE=1", NULL};
+  rc = run("fields", env_fields, NULL);
+  ok(rc == 0, "fields: one event of every type through the plugin (exit %d)", rc);
+  show_err("fields");
+  snprintf(cmdf, sizeof cmdf, "%s/fields", tmp);
+  pid_file(cmdf, f, sizeof f);
+  ok(f[0] && check("fields", f, "fields"), "fields: each event line carries exactly what went in");
 
   /* move to rank 0's folder */
   snprintf(cmdf, sizeof cmdf, "%s/cwd", tmp);

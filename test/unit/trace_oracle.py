@@ -11,6 +11,8 @@ usage: trace_oracle.py MODE FILE EXPECT.json
                tail (path*, rank, clock?) last
   MODE count - every line parses; meta first; N records (EXPECT "records")
   MODE tail  - the plugin-driven file of the "tail" scenario
+  MODE fields - the plugin-driven file of the "fields" scenario: EXPECT
+               lists each event's fields as they went into the callbacks
 Exit 0 when good; prints the first problems otherwise.
 """
 import json
@@ -300,12 +302,39 @@ def mode_tail(recs, exp):
         bad("unexpected clock record")
 
 
+def mode_fields(recs, exp):
+    check_meta(recs[0] if recs else None)
+    by_addr = {}
+    for r in recs:
+        if r and r.get("recordType") == "event" and r.get("type") != "ProfilerLifecycle":
+            if r.get("eventAddr") in by_addr:
+                bad("two event lines with eventAddr %s" % r.get("eventAddr"))
+            by_addr[r.get("eventAddr")] = r
+    if len(by_addr) != len(exp["events"]):
+        bad("%d event lines, expected %d" % (len(by_addr), len(exp["events"])))
+    for e in exp["events"]:
+        r = by_addr.get(e["eventAddr"])
+        if r is None:
+            bad("no event line for %s (%s)" % (e["eventAddr"], e["type"]))
+            continue
+        for k, v in e.items():
+            got = r.get(k)
+            if isinstance(v, dict) and k in ("start", "stop"):
+                got = {kk: got.get(kk) for kk in v} if isinstance(got, dict) else got
+            if got != v:
+                bad("%s %s: %s is %r, expected %r" % (e["type"], e["eventAddr"], k, got, v))
+        if e["isPxn"] and "ctx" in r and r["ctx"] is not None:
+            bad("%s: a PXN event line carries ctx %r" % (e["type"], r["ctx"]))
+        if r["stop"]["ts"] < r["start"]["ts"]:
+            bad("%s: stop before start" % e["type"])
+
+
 def main():
     mode, path, expf = sys.argv[1:4]
     with open(expf) as f:
         exp = json.load(f)
     recs = load(path)
-    {"many": mode_many, "count": mode_count, "tail": mode_tail}[mode](recs, exp)
+    {"many": mode_many, "count": mode_count, "tail": mode_tail, "fields": mode_fields}[mode](recs, exp)
     for p in problems[:8]:
         print("# " + p.replace("\n", "\n# "))
     sys.exit(1 if problems else 0)
