@@ -423,6 +423,14 @@ HIDDEN void cp_mask_kc_done(uint32_t epoch) {
     atomic_fetch_sub_explicit(&g_kc_due, 1, memory_order_release);
 }
 
+HIDDEN void cp_mask_kc_lost(void) {
+  if (g_n < 2) return;
+  long due = atomic_load_explicit(&g_kc_due, memory_order_relaxed);
+  while (due > 0 && !atomic_compare_exchange_weak_explicit(&g_kc_due, &due, due - 1, memory_order_release,
+                                                           memory_order_relaxed)) {}
+  atomic_fetch_add_explicit(&g_kc_progress, 1, memory_order_relaxed);
+}
+
 HIDDEN uint64_t cp_mask_samples_deferred(void) {
   return atomic_load_explicit(&g_deferred_total, memory_order_relaxed);
 }

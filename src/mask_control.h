@@ -63,6 +63,13 @@ const char *cp_mask_frozen_text(void);
  * nothing to report). */
 uint32_t cp_mask_kc_expect(uint32_t n);
 void cp_mask_kc_done(uint32_t epoch);
+/* One KernelCh of the sample in flight will never stop: NCCL 2.28's proxy,
+ * when it reads a channel's work as ended before it read it as started,
+ * stops the channel's previous KernelCh handle again instead (plugin.c
+ * sees that stop) and the current one is never started or never stopped.
+ * With one sample in flight the lost event is that sample's: pay it back
+ * now instead of holding sampling back for 100 ms. */
+void cp_mask_kc_lost(void);
 /* Sampled calls postponed while an earlier sample's KernelCh were due, and
  * expectations dropped after 100 ms without a KernelCh stop. */
 uint64_t cp_mask_samples_deferred(void);

@@ -96,7 +96,7 @@ static pthread_once_t first_once = PTHREAD_ONCE_INIT;
 enum {
   W_NULL_EHANDLE, W_NULL_DESCR, W_BAD_TYPE, W_NULL_CTX, W_FOREIGN_CTX, W_AFTER_FINI,
   W_SHUTDOWN, W_NULL_HANDLE, W_FOREIGN_HANDLE, W_STALE_HANDLE, W_DOUBLE_STOP,
-  W_STATE_STOPPED, W_FINI_CTX, W_DOUBLE_FINI, W_POOL_FULL, W_INIT_ARG, W_INIT_FAIL, W_NKINDS
+  W_STATE_STOPPED, W_KC_RESTOP, W_FINI_CTX, W_DOUBLE_FINI, W_POOL_FULL, W_INIT_ARG, W_INIT_FAIL, W_NKINDS
 };
 static atomic_flag warned[W_NKINDS];
 
@@ -116,6 +116,22 @@ __attribute__((cold, noinline)) static void bad_event(int kind, const char *what
            *ps ? ps : "?", t ? (int)t->tid : -1);
   bad(kind, line);
 }
+
+/* NCCL 2.28.9's proxy (profilerProxyProgress) tests a channel's work for
+ * its end even when it has not yet seen its start; when the GPU wrote both
+ * timestamps between the two reads, it "stops" the KernelCh through the
+ * handle its sub-operation still holds from an earlier call: state 22 and
+ * a stop on an event that stopped long ago, and the current call's KernelCh
+ * of that channel is never started, or started and never stopped.  Seen on
+ * H200 (4 ranks, Broadcast): the two calls are counted as bad calls, one
+ * line says what happened, and the sample in flight is paid back
+ * (mask_control.h, cp_mask_kc_lost). */
+static int kc_path(uint32_t path) {
+  return path != CP_PATH_NONE && cp_path_valid(path) && cp_path_type(path) == ncclProfileKernelCh;
+}
+static const char kc_restop_what[] =
+    "NCCL stopped a KernelCh again (NCCL 2.28 does when its proxy sees a channel's work end before its start); "
+    "that channel's KernelCh of the current call is lost";
 
 uint64_t cp_core_bad_calls(void) { return atomic_load_explicit(&g.bad_calls, memory_order_relaxed); }
 int cp_core_nccl_version(void) { return atomic_load_explicit(&g.nccl_version, memory_order_relaxed); }
@@ -829,8 +845,13 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   if (UNLIKELY(!s || cp_slot_key(s) != cp_handle_key(h))) {
     const int released = pool->released, twice = s && cp_slot_key(s) == (cp_handle_key(h) & ~CP_KEY_LIVE);
     cp_pool_unlock(pool);
+    /* by the handle's path: the old slot may have been handed out again */
+    const int kc_restop = !released && kc_path(f.path);
     if (released) bad(W_AFTER_FINI, "stopEvent after its communicator was finalized; ignored");
-    else if (twice) bad_event(W_DOUBLE_STOP, "stopEvent twice on one event", h, f.path, t);
+    else if (kc_restop) {
+      if (!scratch) cp_mask_kc_lost();
+      bad_event(W_KC_RESTOP, kc_restop_what, h, f.path, t);
+    } else if (twice) bad_event(W_DOUBLE_STOP, "stopEvent twice on one event", h, f.path, t);
     else bad(W_STALE_HANDLE, "stopEvent with a stale or invalid handle; ignored");
     return NCCL_OK;
   }
@@ -953,7 +974,9 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
   if (UNLIKELY(!s || cp_slot_key(s) != cp_handle_key(h))) {
     const int released = pool->released, stopped = s && cp_slot_key(s) == (cp_handle_key(h) & ~CP_KEY_LIVE);
     cp_pool_unlock(pool);
+    const int kc_restop = !released && eState == ncclProfilerKernelChStop && kc_path(f.path);
     if (released) bad(W_AFTER_FINI, "recordEventState after its communicator was finalized; ignored");
+    else if (kc_restop) bad_event(W_KC_RESTOP, kc_restop_what, h, f.path, t);   /* its stop follows */
     else if (stopped) bad_event(W_STATE_STOPPED, "recordEventState on a stopped event", h, f.path, t);
     else bad(W_STALE_HANDLE, "recordEventState with a stale or invalid handle; ignored");
     return NCCL_OK;
