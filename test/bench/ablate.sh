@@ -1,0 +1,127 @@
+#!/bin/bash
+# ablate.sh — where collprof's time per event goes: `make bench` (T=1) on
+# measuring-only variants of the plugin, each with one piece taken out,
+# alternated over rounds so drift hits each alike.  A variant is a copy of
+# the source tree with one textual patch (below) that no real build has;
+# none of them is correct, they only answer "how much does this piece cost
+# on this machine".
+#   test/bench/ablate.sh [ROUNDS [VARIANT...]]     (default 3 rounds, all)
+# Variants:
+#   head        the tree as it is
+#   no-clock    start and stop read no clock (a counter instead)
+#   no-states   recordEventState returns at once (except KernelCh's GPU stop)
+#   no-lock     the pool lock is a no-op (single-thread bench only)
+#   writer-idle records are written into the ring but never published:
+#               the writer thread has nothing to do
+#   no-format   the writer takes the records but formats and writes nothing
+# Prints own ns per event (collprof minus the do-nothing plugin) for the
+# bench's three collprof rows: trace on (default ring), trace on (ring holds
+# run), trace off.  Needs python3; builds in $TMPDIR.
+set -u
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+ROUNDS=${1:-3}
+shift 2>/dev/null
+VARIANTS=("$@")
+[ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(head no-clock no-states no-lock writer-idle no-format)
+W=$(mktemp -d "${TMPDIR:-/tmp}/collprof-ablate.XXXXXX")
+BENCH=$W/bench/bin/collprof-bench
+
+patch_for() {   # the python patch of variant $1 (run in the copy's root)
+  case $1 in
+    head) echo "pass" ;;
+    no-clock) cat <<'PY'
+p = 'src/plugin.c'; s = open(p).read()
+a = '''  const int trace = atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+  const uint64_t now = cp_clock_now();
+  plink pl'''
+b = '''  const int trace = !scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+  const uint64_t now = cp_clock_now();
+  cp_pool_lock(pool);
+  cp_slot *s = cp_pool_slot(pool, f.slot);'''
+assert a in s and b in s
+s = s.replace(a, a.replace('const uint64_t now = cp_clock_now();',
+                           'static __thread uint64_t fake_a; const uint64_t now = (fake_a += 100);'))
+s = s.replace(b, b.replace('const uint64_t now = cp_clock_now();',
+                           'static __thread uint64_t fake_b; const uint64_t now = (fake_b += 100);'))
+open(p, 'w').write(s)
+PY
+    ;;
+    no-states) cat <<'PY'
+p = 'src/plugin.c'; s = open(p).read()
+a = '''ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventStateArgs_v5_t *a) {
+'''
+assert a in s
+s = s.replace(a, a + '  if (eState != ncclProfilerKernelChStop) return NCCL_OK;\n')
+open(p, 'w').write(s)
+PY
+    ;;
+    no-lock) cat <<'PY'
+p = 'src/pool.h'; s = open(p).read()
+a = '''static inline void cp_pool_lock(cp_pool *p) {
+  while (atomic_flag_test_and_set_explicit(&p->lock, memory_order_acquire))
+    cp_cpu_relax();
+}'''
+b = '''static inline void cp_pool_unlock(cp_pool *p) { atomic_flag_clear_explicit(&p->lock, memory_order_release); }'''
+assert a in s and b in s
+s = s.replace(a, 'static inline void cp_pool_lock(cp_pool *p) { (void)p; }')
+s = s.replace(b, 'static inline void cp_pool_unlock(cp_pool *p) { (void)p; }')
+open(p, 'w').write(s)
+PY
+    ;;
+    writer-idle) cat <<'PY'
+p = 'src/trace_ring.h'; s = open(p).read()
+a = '''  rg->head_priv = h;
+  atomic_store_explicit(&rg->head, h, memory_order_release);'''
+assert a in s
+s = s.replace(a, '''  rg->head_priv = h;
+  rg->tail_cache = h - 1;''')
+open(p, 'w').write(s)
+PY
+    ;;
+    no-format) cat <<'PY'
+p = 'src/trace_writer.c'; s = open(p).read()
+import re
+a = re.search(r"      if \(kind == CP_REC_STATE_C\) \{.*?\n      nrec\+\+;", s, re.S)
+assert a
+s = s[:a.start()] + '''      t += kind == CP_REC_STATE_C ? 1 : kind == CP_REC_EVENT_C ? 2 : 4;
+      nrec++;''' + s[a.end():]
+open(p, 'w').write(s)
+PY
+    ;;
+    *) return 1 ;;
+  esac
+}
+
+# The bench driver itself, once, from the tree as it is.
+make -C "$TOP" -s BUILD="$W/bench" "$BENCH" >"$W/bench.log" 2>&1 ||
+  { echo "ablate.sh: cannot build the bench (see $W/bench.log)"; exit 1; }
+ok=()
+for v in "${VARIANTS[@]}"; do
+  py=$(patch_for "$v") || { echo "ablate.sh: unknown variant $v"; continue; }
+  mkdir -p "$W/src_$v"
+  (cd "$TOP" && git ls-files -z 2>/dev/null | xargs -0 -I{} cp --parents {} "$W/src_$v/") 2>/dev/null ||
+    cp -r "$TOP/src" "$TOP/include" "$TOP/collate" "$TOP/test" "$TOP/Makefile" "$W/src_$v/"
+  if ! (cd "$W/src_$v" && python3 -c "$py") 2>"$W/$v.patch.log"; then
+    echo "ablate.sh: variant $v: its patch no longer applies to this tree (skipped)"
+    continue
+  fi
+  if ! make -C "$W/src_$v" -s BUILD="$W/b_$v" "$W/b_$v/lib/libcollprof.so" \
+       "$W/b_$v/lib/libnccl-profiler-noop.so" >"$W/$v.build.log" 2>&1; then
+    echo "ablate.sh: variant $v does not build (see $W/$v.build.log)"
+    continue
+  fi
+  ok+=("$v")
+done
+[ ${#ok[@]} -gt 0 ] || exit 1
+printf '%-12s %5s %16s %16s %10s\n' variant round "trace on" "ring holds run" "trace off"
+for r in $(seq 1 "$ROUNDS"); do
+  for v in "${ok[@]}"; do
+    COLLPROF_BUILD=$W/b_$v "$BENCH" --reps 5 --threads 1 2>/dev/null |
+      awk -v v="$v" -v r="$r" '
+        /^collprof, trace on /  {on = $(NF-2)}
+        /^trace on, ring holds/ {rh = $(NF-2)}
+        /^collprof, trace off/  {off = $(NF-2)}
+        END {printf "%-12s %5d %16s %16s %10s\n", v, r, on, rh, off}'
+  done
+done
+echo "(own ns per event, T=1; builds in $W)"
