@@ -15,4 +15,12 @@ for c in "collprof, trace on" "collprof, trace off" "do-nothing plugin"; do
       awk -v c="$c" -v t="$t" 'index($0, c) == 1 { n = split($0, f, " +"); for (i = 1; i <= n; i++) if (f[i] == t && f[i+1] + 0 > 0) found = 1 } END { exit !found }' "$T/out"
   done
 done
+# test/bench/ablate.sh's measuring-only variants are textual patches: each
+# must still apply to this tree (a stale one would silently measure nothing).
+if command -v python3 >/dev/null; then
+  "$TOP/test/bench/ablate.sh" --check >"$T/abl" 2>&1
+  rc=$?
+  sed 's/^/# /' "$T/abl"
+  is "$rc" 0 "every ablate.sh variant's patch applies to this tree"
+fi
 done_testing

@@ -6,6 +6,9 @@
 # none of them is correct, they only answer "how much does this piece cost
 # on this machine".
 #   test/bench/ablate.sh [ROUNDS [VARIANT...]]     (default 3 rounds, all)
+#   test/bench/ablate.sh --check    only apply every patch to a copy (no
+#                                   build, no run): exit 1 if one no longer
+#                                   applies (test/bench.t runs this)
 # Variants:
 #   head        the tree as it is
 #   no-clock    start and stop read no clock (a counter instead)
@@ -19,6 +22,8 @@
 # run), trace off.  Needs python3; builds in $TMPDIR.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
+CHECK=0
+[ "${1:-}" = --check ] && { CHECK=1; shift; }
 ROUNDS=${1:-3}
 shift 2>/dev/null
 VARIANTS=("$@")
@@ -93,16 +98,24 @@ PY
 }
 
 # The bench driver itself, once, from the tree as it is.
-make -C "$TOP" -s BUILD="$W/bench" "$BENCH" >"$W/bench.log" 2>&1 ||
-  { echo "ablate.sh: cannot build the bench (see $W/bench.log)"; exit 1; }
+if [ $CHECK = 0 ]; then
+  make -C "$TOP" -s BUILD="$W/bench" "$BENCH" >"$W/bench.log" 2>&1 ||
+    { echo "ablate.sh: cannot build the bench (see $W/bench.log)"; exit 1; }
+fi
 ok=()
+stale=0
 for v in "${VARIANTS[@]}"; do
-  py=$(patch_for "$v") || { echo "ablate.sh: unknown variant $v"; continue; }
+  py=$(patch_for "$v") || { echo "ablate.sh: unknown variant $v"; stale=1; continue; }
   mkdir -p "$W/src_$v"
-  (cd "$TOP" && git ls-files -z 2>/dev/null | xargs -0 -I{} cp --parents {} "$W/src_$v/") 2>/dev/null ||
-    cp -r "$TOP/src" "$TOP/include" "$TOP/collate" "$TOP/test" "$TOP/Makefile" "$W/src_$v/"
+  cp -r "$TOP/src" "$TOP/include" "$TOP/collate" "$TOP/test" "$TOP/Makefile" "$W/src_$v/"
+  rm -rf "$W/src_$v/test/gpu"
   if ! (cd "$W/src_$v" && python3 -c "$py") 2>"$W/$v.patch.log"; then
     echo "ablate.sh: variant $v: its patch no longer applies to this tree (skipped)"
+    stale=1
+    continue
+  fi
+  if [ $CHECK = 1 ]; then
+    echo "ablate.sh: variant $v: patch applies"
     continue
   fi
   if ! make -C "$W/src_$v" -s BUILD="$W/b_$v" "$W/b_$v/lib/libcollprof.so" \
@@ -112,6 +125,7 @@ for v in "${VARIANTS[@]}"; do
   fi
   ok+=("$v")
 done
+if [ $CHECK = 1 ]; then rm -rf "$W"; exit $stale; fi
 [ ${#ok[@]} -gt 0 ] || exit 1
 printf '%-12s %5s %16s %16s %10s\n' variant round "trace on" "ring holds run" "trace off"
 for r in $(seq 1 "$ROUNDS"); do
