@@ -101,11 +101,37 @@ static inline char *jf_hexdigits(char *p, uint64_t v) {
   return p + n;
 }
 
-/* A pointer as a JSON string "0x7f..."; 0 as null. */
+/* The 8 lowercase hex digits of v, most significant first, as the bytes
+ * of one word in memory order: the nibbles are spread one per byte with
+ * three shift-and-mask steps, then turned into '0'-'9' / 'a'-'f' all at
+ * once (a nibble of 10 or more gets bit 4 when 6 is added to it). */
+static inline uint64_t jf_hex8_word(uint32_t v) {
+  uint64_t x = v;
+  x = ((x & 0xFFFF0000ull) << 16) | (x & 0xFFFFull);
+  x = ((x & 0x0000FF000000FF00ull) << 8) | (x & 0x000000FF000000FFull);
+  x = ((x & 0x00F000F000F000F0ull) << 4) | (x & 0x000F000F000F000Full);
+  const uint64_t letter = ((x + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull;
+  x += 0x3030303030303030ull + letter * ('a' - '0' - 10);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return x;
+#else
+  return __builtin_bswap64(x);
+#endif
+}
+
+/* A pointer as a JSON string "0x7f..."; 0 as null.  Values with all 16
+ * digits (collprof's handles: tag in the top nibble) take two words. */
 static inline char *jf_ptr(char *p, uint64_t v) {
   if (!v) return JF_LIT(p, "null");
   p = JF_LIT(p, "\"0x");
-  p = jf_hexdigits(p, v);
+  if (v >> 60) {
+    const uint64_t hi = jf_hex8_word((uint32_t)(v >> 32)), lo = jf_hex8_word((uint32_t)v);
+    memcpy(p, &hi, 8);
+    memcpy(p + 8, &lo, 8);
+    p += 16;
+  } else {
+    p = jf_hexdigits(p, v);
+  }
   *p++ = '"';
   return p;
 }

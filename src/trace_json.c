@@ -40,13 +40,75 @@ const char *cp_state_name(uint32_t s) {
   return s < sizeof state_names / sizeof state_names[0] ? state_names[s] : NULL;
 }
 
+/* ---- what consecutive lines share, formatted once ----
+ * One formatter runs at a time (the writer under the io lock, or the
+ * signal-time flush that took it), so plain statics do.  A timestamp's
+ * digits above its last five microsecond digits change every 100 ms; a
+ * thread's ",pid,tid" and a communicator's ctx do not change.  The copies
+ * are of fixed size (into buffers of CP_TRACE_JSON_MAX): the bytes past
+ * the text are overwritten by what follows or lie beyond the line. */
+static uint64_t c_hi = UINT64_MAX;    /* microseconds / 100000 last formatted */
+static char c_hi_txt[24];
+static unsigned c_hi_len;
+static int32_t c_pid = INT32_MIN, c_tid = INT32_MIN;
+static char c_pt[48];                 /* ",\"pid\":P,\"tid\":T" */
+static unsigned c_pt_len;
+
+/* ns as microseconds with three decimals, as jf_us3 writes them. */
+static inline char *us3(char *p, uint64_t ns) {
+  const uint64_t us = ns / 1000, hi = us / 100000;
+  if (hi == 0) return jf_us3(p, ns);
+  if (hi != c_hi) {
+    c_hi_len = (unsigned)(jf_u64(c_hi_txt, hi) - c_hi_txt);
+    c_hi = hi;
+  }
+  memcpy(p, c_hi_txt, 16);            /* hi has at most 15 digits */
+  p += c_hi_len;
+  const uint32_t lo = (uint32_t)(us - hi * 100000), f = (uint32_t)(ns - us * 1000);
+  const uint32_t r = lo % 1000;
+  memcpy(p, jf_pairs + 2 * (lo / 1000), 2);
+  memcpy(p + 2, jf_pairs + 2 * (r / 10), 2);
+  p[4] = (char)('0' + r % 10);
+  p[5] = '.';
+  memcpy(p + 6, jf_pairs + 2 * (f / 10), 2);
+  p[8] = (char)('0' + f % 10);
+  return p + 9;
+}
+
+/* ,"pid":P,"tid":T */
+static inline char *pid_tid(char *p, int32_t pid, int32_t tid) {
+  if (pid != c_pid || tid != c_tid) {
+    char *q = JF_LIT(c_pt, ",\"pid\":");
+    q = jf_i64(q, pid);
+    q = JF_LIT(q, ",\"tid\":");
+    q = jf_i64(q, tid);
+    c_pt_len = (unsigned)(q - c_pt);
+    c_pid = pid;
+    c_tid = tid;
+  }
+  memcpy(p, c_pt, 40);                /* at most 7 + 11 + 7 + 11 bytes */
+  return p + c_pt_len;
+}
+
+/* ,"ctx":"0x..." of the communicator the last line named */
+static uint64_t c_ctx;
+static char c_ctx_txt[48];
+static unsigned c_ctx_len;
+static inline char *ctx_field(char *p, uint64_t ctx) {
+  if (ctx != c_ctx || !c_ctx_len) {
+    char *q = JF_LIT(c_ctx_txt, ",\"ctx\":");
+    q = jf_ptr(q, ctx);
+    c_ctx_len = (unsigned)(q - c_ctx_txt);
+    c_ctx = ctx;
+  }
+  memcpy(p, c_ctx_txt, 32);           /* ,"ctx":"0x + 16 digits + " is 27 bytes */
+  return p + c_ctx_len;
+}
+
 static char *ts_obj(char *p, uint64_t ns, int32_t pid, int32_t tid) {
   p = JF_LIT(p, "{\"ts\":");
-  p = jf_us3(p, ns);
-  p = JF_LIT(p, ",\"pid\":");
-  p = jf_i64(p, pid);
-  p = JF_LIT(p, ",\"tid\":");
-  p = jf_i64(p, tid);
+  p = us3(p, ns);
+  p = pid_tid(p, pid, tid);
   *p++ = '}';
   return p;
 }
@@ -198,10 +260,7 @@ static size_t event_line(const cp_rec *r, char *buf) {
   p = jf_ptr(p, r->parent_obj);
   p = JF_LIT(p, ",\"eventAddr\":");
   p = jf_ptr(p, r->event_addr);
-  if (!pxn) {
-    p = JF_LIT(p, ",\"ctx\":");
-    p = jf_ptr(p, r->ctx_addr);
-  }
+  if (!pxn) p = ctx_field(p, r->ctx_addr);
   p = JF_LIT(p, ",\"isPxn\":");
   p = jf_bool(p, pxn);
   p = JF_LIT(p, ",\"path\":");
@@ -236,7 +295,7 @@ static size_t state_line(const cp_rec *r, char *buf) {
   char *p = JF_LIT(buf, "{\"recordType\":\"state\",\"eventAddr\":");
   p = jf_ptr(p, r->event_addr);
   p = JF_LIT(p, ",\"ts\":");
-  p = jf_us3(p, r->start_ns);
+  p = us3(p, r->start_ns);
   p = JF_LIT(p, ",\"name\":\"");
   const char *nm = cp_state_name(r->path);
   if (nm) {
@@ -249,10 +308,7 @@ static size_t state_line(const cp_rec *r, char *buf) {
   }
   p = JF_LIT(p, "\",\"id\":");
   p = jf_u64(p, r->path);
-  p = JF_LIT(p, ",\"pid\":");
-  p = jf_i64(p, r->pid);
-  p = JF_LIT(p, ",\"tid\":");
-  p = jf_i64(p, r->start_tid);
+  p = pid_tid(p, r->pid, r->start_tid);
   switch (r->state_arg_kind) {
   case 1:
     p = JF_LIT(p, ",\"transSize\":");
