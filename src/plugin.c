@@ -256,81 +256,27 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
   l->linked = 1;
 }
 
-/* Trace details of the descriptor (pool lock held: string lookups hit the
- * per-thread cache; dt is the Coll/P2p datatype id already interned). */
-static void fill_details(cp_thr *t, cp_rec *r, const ncclProfilerEventDescr_v5_t *d, uint32_t type,
-                         uint32_t dt) {
-  switch (type) {
-  case ncclProfileGroupApi:
-    r->d.group_api.group_depth = d->groupApi.groupDepth;
-    r->d.group_api.graph_captured = d->groupApi.graphCaptured;
-    break;
-  case ncclProfileCollApi:
-    r->d.coll_api.count = d->collApi.count;
-    r->d.coll_api.datatype = cp_str_intern_t(t, d->collApi.datatype);
-    r->d.coll_api.root = d->collApi.root;
-    r->d.coll_api.graph_captured = d->collApi.graphCaptured;
-    break;
-  case ncclProfileP2pApi:
-    r->d.coll_api.count = d->p2pApi.count;
-    r->d.coll_api.datatype = cp_str_intern_t(t, d->p2pApi.datatype);
-    r->d.coll_api.graph_captured = d->p2pApi.graphCaptured;
-    break;
-  case ncclProfileKernelLaunch:
-    r->d.kernel_launch.stream = (uint64_t)(uintptr_t)d->kernelLaunch.stream;
-    break;
-  case ncclProfileColl:
-    r->d.coll.seq = d->coll.seqNumber;
-    r->d.coll.count = d->coll.count;
-    r->d.coll.datatype = dt;
-    r->d.coll.algo = cp_str_intern_t(t, d->coll.algo);
-    r->d.coll.proto = cp_str_intern_t(t, d->coll.proto);
-    r->d.coll.root = d->coll.root;
-    r->d.coll.channels = d->coll.nChannels;
-    r->d.coll.nwarps = d->coll.nWarps;
-    break;
-  case ncclProfileP2p:
-    r->d.p2p.count = d->p2p.count;
-    r->d.p2p.datatype = dt;
-    r->d.p2p.peer = d->p2p.peer;
-    r->d.p2p.channels = d->p2p.nChannels;
-    break;
-  case ncclProfileProxyOp:
-    r->d.proxy_op.peer = d->proxyOp.peer;
-    r->d.proxy_op.nsteps = d->proxyOp.nSteps;
-    r->d.proxy_op.chunk_size = d->proxyOp.chunkSize;
-    r->d.proxy_op.is_send = d->proxyOp.isSend;
-    r->d.proxy_op.channel = d->proxyOp.channelId;
-    break;
-  case ncclProfileProxyStep:
-    r->d.proxy_step.step = d->proxyStep.step;
-    break;
-  case ncclProfileKernelCh:
-    r->d.kernel_ch.gpu_start = d->kernelCh.pTimer;
-    r->d.kernel_ch.channel = d->kernelCh.channelId;
-    break;
-  case ncclProfileNetPlugin:
-    r->d.net_plugin.id = d->netPlugin.id;
-    break;
-  default:
-    break;
-  }
+/* A Coll's trace details (it always takes a full record: its details do
+ * not fit a compact one).  Pool lock held: string lookups hit the
+ * per-thread cache; dt is the datatype id already interned. */
+static void coll_details(cp_thr *t, cp_rec *r, const ncclProfilerEventDescr_v5_t *d, uint32_t dt) {
+  r->d.coll.seq = d->coll.seqNumber;
+  r->d.coll.count = d->coll.count;
+  r->d.coll.datatype = dt;
+  r->d.coll.algo = cp_str_intern_t(t, d->coll.algo);
+  r->d.coll.proto = cp_str_intern_t(t, d->coll.proto);
+  r->d.coll.root = d->coll.root;
+  r->d.coll.channels = d->coll.nChannels;
+  r->d.coll.nwarps = d->coll.nWarps;
 }
 
 /* The compact record (trace.h, cp_erec) of an event that has one: not a
  * Coll, not PXN, on a real path of a registered communicator. */
-static void start_record_c(cp_thr *t, cp_erec *r, const ncclProfilerEventDescr_v5_t *d, uint32_t type,
-                           uint32_t path, uint32_t comm, uint32_t dt, uint64_t now, uint64_t pobj,
-                           uint64_t handle) {
-  memset(r, 0, sizeof *r);
-  r->kind = CP_REC_EVENT_C;
-  r->type_bit = (uint8_t)__builtin_ctz(type);
-  r->path = (uint16_t)path;
-  r->comm = (uint16_t)comm;
-  r->start_tid = t->tid;
-  r->start_ns = now;
-  r->parent_obj = pobj;
-  r->event_addr = handle;
+/* The details of every type but Coll, as a compact record holds them
+ * (trace.h, cp_erec: d and x); r zeroed by the caller. */
+static inline __attribute__((always_inline)) void compact_details(cp_thr *t, cp_erec *r,
+                                                                  const ncclProfilerEventDescr_v5_t *d,
+                                                                  uint32_t type, uint32_t dt) {
   switch (type) {
   case ncclProfileGroupApi:
     r->d.group_api.group_depth = d->groupApi.groupDepth;
@@ -378,6 +324,21 @@ static void start_record_c(cp_thr *t, cp_erec *r, const ncclProfilerEventDescr_v
   }
 }
 
+static void start_record_c(cp_thr *t, cp_erec *r, const ncclProfilerEventDescr_v5_t *d, uint32_t type,
+                           uint32_t path, uint32_t comm, uint32_t dt, uint64_t now, uint64_t pobj,
+                           uint64_t handle) {
+  memset(r, 0, sizeof *r);
+  r->kind = CP_REC_EVENT_C;
+  r->type_bit = (uint8_t)__builtin_ctz(type);
+  r->path = (uint16_t)path;
+  r->comm = (uint16_t)comm;
+  r->start_tid = t->tid;
+  r->start_ns = now;
+  r->parent_obj = pobj;
+  r->event_addr = handle;
+  compact_details(t, r, d, type, dt);
+}
+
 /* Trace on: the event record is built in the slot at start (pool lock held)
  * and copied once, at stop, into the ring: the compact form where the
  * writer can fill in the rest, else the full one. */
@@ -410,7 +371,14 @@ __attribute__((noinline)) static void start_record(cp_thr *t, cp_slot *s, const 
   r->event_addr = handle;
   r->ctx_addr = ctxv;
   memset(&r->d, 0, sizeof r->d);
-  fill_details(t, r, d, type, dt);
+  if (type == ncclProfileColl) {
+    coll_details(t, r, d, dt);
+  } else {                        /* a PXN event: its details as a compact record has them */
+    cp_erec e;
+    memset(&e, 0, sizeof e);
+    compact_details(t, &e, d, type, dt);
+    cp_erec_details(&e, type, r);
+  }
 }
 
 /* What both start paths take from the descriptor: the interned func, the

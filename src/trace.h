@@ -105,6 +105,9 @@ _Static_assert(sizeof(cp_erec) == 64, "a compact event record is two ring units"
 
 /* Expand a compact event record (writer side); stop_tid: the ring's owner. */
 void cp_erec_expand(const cp_erec *e, int32_t stop_tid, cp_rec *r);
+/* Only its details (type: the NCCL type bit), into r->d; also the plugin's
+ * way to fill a full record (PXN) from the one description of them. */
+void cp_erec_details(const cp_erec *e, uint32_t type, cp_rec *r);
 
 /* Start the trace (idempotent; opens the file lazily on first record). */
 void cp_trace_start(void);

@@ -47,6 +47,10 @@ void cp_erec_expand(const cp_erec *e, int32_t stop_tid, cp_rec *r) {
   r->parent_obj = e->parent_obj;
   r->event_addr = e->event_addr;
   r->ctx_addr = c ? c->ctx_value : 0;
+  cp_erec_details(e, type, r);
+}
+
+void cp_erec_details(const cp_erec *e, uint32_t type, cp_rec *r) {
   switch (type) {
   case ncclProfileGroupApi:
     r->d.group_api.group_depth = e->d.group_api.group_depth;
