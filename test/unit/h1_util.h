@@ -53,6 +53,35 @@ static inline void *h1_start(void *ctx, uint64_t type, void *parent, const char 
   return h;
 }
 
+/* A Coll of nch channels (func, 8 x ncclFloat32, RING/LL). */
+static inline void *h1_start_coll(void *ctx, void *parent, const char *func, int nch) {
+  ncclProfilerEventDescr_v5_t d;
+  memset(&d, 0, sizeof d);
+  d.type = ncclProfileColl;
+  d.parentObj = parent;
+  d.coll.func = func;
+  d.coll.count = 8;
+  d.coll.datatype = "ncclFloat32";
+  d.coll.algo = "RING";
+  d.coll.proto = "LL";
+  d.coll.nChannels = (uint8_t)nch;
+  void *h = NULL;
+  ncclProfiler_v5.startEvent(ctx, &h, &d);
+  return h;
+}
+
+/* Lines of a file that contain needle; -1 if it cannot be read. */
+static inline int h1_file_lines(const char *file, const char *needle) {
+  FILE *f = fopen(file, "r");
+  if (!f) return -1;
+  char line[600];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    if (strstr(line, needle)) n++;
+  fclose(f);
+  return n;
+}
+
 static inline void *h1_start_kch(void *ctx, void *parent, uint64_t ptimer) {
   ncclProfilerEventDescr_v5_t d;
   memset(&d, 0, sizeof d);

@@ -139,18 +139,6 @@ static void test_same_numbers(void *ca, void *cb) {
                "calls, bytes, states and GPU samples per path");
 }
 
-/* stderr into a file while f runs; returns how many lines contain needle. */
-static int count_lines(const char *file, const char *needle) {
-  FILE *f = fopen(file, "r");
-  if (!f) return -1;
-  char line[512];
-  int n = 0;
-  while (fgets(line, sizeof line, f))
-    if (strstr(line, needle)) n++;
-  fclose(f);
-  return n;
-}
-
 static void test_bad_calls(void *ca) {
   char errf[] = "/tmp/collprof-fastpath-XXXXXX";
   int efd = mkstemp(errf);
@@ -184,16 +172,16 @@ static void test_bad_calls(void *ca) {
   is_u(b2 - b1, 1, "a state on a stopped event is one bad call");
   is_u(b3 - b2, 1, "a stop with a handle whose slot was reused is one bad call");
   is_u(b4 - b3, 2, "a forged handle naming a never-used slot: stop and state are bad calls");
-  is_u(count_lines(errf, "stopEvent twice on one event"), 1, "double stop: its own warning");
-  is_u(count_lines(errf, "recordEventState on a stopped event"), 1, "state on a stopped event: its own warning");
+  is_u(h1_file_lines(errf, "stopEvent twice on one event"), 1, "double stop: its own warning");
+  is_u(h1_file_lines(errf, "recordEventState on a stopped event"), 1, "state on a stopped event: its own warning");
   {
     /* the line names the event: its handle and call path (a Coll here) */
     char want[160];
     snprintf(want, sizeof want, "stopEvent twice on one event (handle %p, path ", co);
-    is_u(count_lines(errf, want), 1, "double stop: the line gives the event's handle");
-    is_u(count_lines(errf, "path Group/Coll:AllReduce, thread "), 2, "double stop and late state: the lines give the call path");
+    is_u(h1_file_lines(errf, want), 1, "double stop: the line gives the event's handle");
+    is_u(h1_file_lines(errf, "path Group/Coll:AllReduce, thread "), 2, "double stop and late state: the lines give the call path");
   }
-  is_u(count_lines(errf, "stopEvent with a stale or invalid handle"), 1, "stale stop: its own warning");
+  is_u(h1_file_lines(errf, "stopEvent with a stale or invalid handle"), 1, "stale stop: its own warning");
   /* the forged state shares the stale kind with the stop: one line per kind */
   unlink(errf);
 }

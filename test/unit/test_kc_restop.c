@@ -24,22 +24,6 @@
 #include "h1_util.h"
 #include "mask_control.h"
 
-static void *coll(void *ctx, void *parent, int nch) {
-  ncclProfilerEventDescr_v5_t d;
-  memset(&d, 0, sizeof d);
-  d.type = ncclProfileColl;
-  d.parentObj = parent;
-  d.coll.func = "Broadcast";
-  d.coll.count = 8;
-  d.coll.datatype = "ncclInt8";
-  d.coll.algo = "RING";
-  d.coll.proto = "SIMPLE";
-  d.coll.nChannels = (uint8_t)nch;
-  void *h = NULL;
-  ncclProfiler_v5.startEvent(ctx, &h, &d);
-  return h;
-}
-
 /* One Broadcast as NCCL 2.28 sends it under the mask it reads first; the
  * proxy side (KernelCh on 2 channels) only when that mask had KernelCh.
  * restop: channel 1's work is "seen ending before it started": state 22 and
@@ -52,7 +36,7 @@ static int one_call(void *ctx, int restop, void **stale, void **last) {
   void *ca = h1_start(ctx, ncclProfileCollApi, ga, "Broadcast");
   ncclProfiler_v5.stopEvent(ca);
   void *gr = h1_start(ctx, ncclProfileGroup, NULL, NULL);
-  void *co = coll(ctx, ca, 2);
+  void *co = h1_start_coll(ctx, ca, "Broadcast", 2);
   ncclProfiler_v5.stopEvent(co);
   ncclProfiler_v5.stopEvent(gr);
   ncclProfiler_v5.stopEvent(ga);
@@ -68,17 +52,6 @@ static int one_call(void *ctx, int restop, void **stale, void **last) {
     }
   }
   return sampled;
-}
-
-static int count_lines(const char *file, const char *needle) {
-  FILE *f = fopen(file, "r");
-  if (!f) return -1;
-  char line[600];
-  int n = 0;
-  while (fgets(line, sizeof line, f))
-    if (strstr(line, needle)) n++;
-  fclose(f);
-  return n;
 }
 
 /* Drive calls until one is sampled with a restop; then count how many of
@@ -125,14 +98,14 @@ int main(void) {
   is_u(b1 - b0, 2, "the late state 22 and the second stop are two bad calls");
   ok(next >= 2, "sampling goes on at once: %d of the next 12 calls sampled (the gate would hold 100 ms)", next);
   is_u(resets1 - resets0, 0, "no gate reset needed");
-  is_u(count_lines(errf, "NCCL stopped a KernelCh again"), 1, "one line says what NCCL did");
-  is_u(count_lines(errf, "path GroupApi/CollApi:Broadcast/Coll:Broadcast/KernelCh"), 1, "...and names the path");
-  is_u(count_lines(errf, "stopEvent twice"), 0, "not reported as a plain double stop");
-  is_u(count_lines(errf, "on a stopped event"), 0, "nor as a plain late state");
+  is_u(h1_file_lines(errf, "NCCL stopped a KernelCh again"), 1, "one line says what NCCL did");
+  is_u(h1_file_lines(errf, "path GroupApi/CollApi:Broadcast/Coll:Broadcast/KernelCh"), 1, "...and names the path");
+  is_u(h1_file_lines(errf, "stopEvent twice"), 0, "not reported as a plain double stop");
+  is_u(h1_file_lines(errf, "on a stopped event"), 0, "nor as a plain late state");
   is_u(b2 - b1, 2, "slot reused meanwhile: still two bad calls");
   ok(next2 >= 2, "...and sampling still goes on (%d of 12)", next2);
   is_u(resets2 - resets1, 0, "...without a gate reset");
-  is_u(count_lines(errf, "stale or invalid handle"), 0, "...recognised by the handle's path, not called stale");
+  is_u(h1_file_lines(errf, "stale or invalid handle"), 0, "...recognised by the handle's path, not called stale");
   unlink(errf);
   ncclProfiler_v5.finalize(ctx);
   return done_testing();

@@ -22,22 +22,6 @@ static cp_pool *pool_of(void *ctx) {
   return c ? c->pool : NULL;
 }
 
-static void *start_coll(void *ctx, void *parent, const char *func, int nch) {
-  ncclProfilerEventDescr_v5_t d;
-  memset(&d, 0, sizeof d);
-  d.type = ncclProfileColl;
-  d.parentObj = parent;
-  d.coll.func = func;
-  d.coll.count = 8;
-  d.coll.datatype = "ncclFloat32";
-  d.coll.algo = "RING";
-  d.coll.proto = "LL";
-  d.coll.nChannels = (uint8_t)nch;
-  void *h = NULL;
-  ncclProfiler_v5.startEvent(ctx, &h, &d);
-  return h;
-}
-
 /* More than a pool's worth of unrelated events, started and stopped. */
 static void churn(void *ctx, int n) {
   for (int i = 0; i < n; i++) ncclProfiler_v5.stopEvent(h1_start(ctx, ncclProfileGroup, NULL, NULL));
@@ -52,7 +36,7 @@ static void api_call(void *ctx, const char *func, int nch, int kc_off, void **co
   void *g = h1_start(ctx, ncclProfileGroupApi, NULL, NULL);
   h1_mask = saved;
   void *a = h1_start(ctx, ncclProfileCollApi, g, func);
-  *coll = start_coll(ctx, a, func, nch);
+  *coll = h1_start_coll(ctx, a, func, nch);
   ncclProfiler_v5.stopEvent(*coll);
   ncclProfiler_v5.stopEvent(a);
   ncclProfiler_v5.stopEvent(g);
@@ -121,7 +105,7 @@ int main(void) {
     void *g = h1_start(ctx, ncclProfileGroupApi, NULL, NULL);
     h1_mask = saved;
     void *a = h1_start(ctx, ncclProfileCollApi, g, "Reduce");
-    void *c = start_coll(ctx, a, "Reduce", 1);
+    void *c = h1_start_coll(ctx, a, "Reduce", 1);
     const uint64_t s3[2] = {8000000, 8000010}, e3[2] = {8000400, 8000300};
     void *k0 = h1_start_kch(ctx, c, s3[0]);
     void *k1 = h1_start_kch(ctx, c, s3[1]);
