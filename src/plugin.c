@@ -270,8 +270,6 @@ static void coll_details(cp_thr *t, cp_rec *r, const ncclProfilerEventDescr_v5_t
   r->d.coll.nwarps = d->coll.nWarps;
 }
 
-/* The compact record (trace.h, cp_erec) of an event that has one: not a
- * Coll, not PXN, on a real path of a registered communicator. */
 /* The details of every type but Coll, as a compact record holds them
  * (trace.h, cp_erec: d and x); r zeroed by the caller. */
 static inline __attribute__((always_inline)) void compact_details(cp_thr *t, cp_erec *r,
@@ -324,6 +322,8 @@ static inline __attribute__((always_inline)) void compact_details(cp_thr *t, cp_
   }
 }
 
+/* The compact record (trace.h, cp_erec) of an event that has one: not a
+ * Coll, not PXN, on a real path of a registered communicator. */
 static void start_record_c(cp_thr *t, cp_erec *r, const ncclProfilerEventDescr_v5_t *d, uint32_t type,
                            uint32_t path, uint32_t comm, uint32_t dt, uint64_t now, uint64_t pobj,
                            uint64_t handle) {
@@ -373,7 +373,7 @@ __attribute__((noinline)) static void start_record(cp_thr *t, cp_slot *s, const 
   memset(&r->d, 0, sizeof r->d);
   if (type == ncclProfileColl) {
     coll_details(t, r, d, dt);
-  } else {                        /* a PXN event: its details as a compact record has them */
+  } else {   /* PXN, or a pseudo-path (unknown parent, table full): details as a compact record has them */
     cp_erec e;
     memset(&e, 0, sizeof e);
     compact_details(t, &e, d, type, dt);
