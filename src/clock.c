@@ -24,7 +24,8 @@
 
 __extension__ typedef unsigned __int128 cp_u128;
 
-cp_clock_map *_Atomic cp_clock_cur;
+static cp_clock_map none = {UINT64_MAX, 0, 0, 0};   /* no reading fits: the slow path */
+cp_clock_map *_Atomic cp_clock_cur = &none;
 static cp_clock_map ring[16];
 static unsigned ring_next;
 static atomic_flag busy = ATOMIC_FLAG_INIT;
@@ -72,10 +73,9 @@ static void sample_pair(uint64_t *tsc, uint64_t *ns) {
 static void publish(uint64_t tsc0, uint64_t ns0, uint64_t mult) {
   cp_clock_map *m = &ring[ring_next++ % 16];
   __atomic_store_n(&m->tsc0, tsc0, __ATOMIC_RELAXED);
-  __atomic_store_n(&m->ns0, ns0, __ATOMIC_RELAXED);
+  __atomic_store_n(&m->ns0, ns0 + (uint64_t)skew, __ATOMIC_RELAXED);
   __atomic_store_n(&m->mult, mult, __ATOMIC_RELAXED);
   __atomic_store_n(&m->lim, (uint64_t)(((cp_u128)interval_ns << 32) / (mult ? mult : 1)), __ATOMIC_RELAXED);
-  __atomic_store_n(&m->skew, skew, __ATOMIC_RELAXED);
   atomic_store_explicit(&cp_clock_cur, m, memory_order_release);
 }
 #endif
@@ -162,9 +162,8 @@ uint64_t cp_clock_now_slow(void) {
       tsc0 = __atomic_load_n(&m->tsc0, __ATOMIC_RELAXED);
     }
     uint64_t ns0 = __atomic_load_n(&m->ns0, __ATOMIC_RELAXED), mult = __atomic_load_n(&m->mult, __ATOMIC_RELAXED);
-    uint64_t ns = t >= tsc0 ? ns0 + (uint64_t)(((cp_u128)(t - tsc0) * mult) >> 32)
-                            : ns0 - (uint64_t)(((cp_u128)(tsc0 - t) * mult) >> 32);
-    return ns + (uint64_t)skew;
+    return t >= tsc0 ? ns0 + (uint64_t)(((cp_u128)(t - tsc0) * mult) >> 32)     /* ns0 has the skew */
+                     : ns0 - (uint64_t)(((cp_u128)(tsc0 - t) * mult) >> 32);
   }
 #endif
   return mono_raw() + (uint64_t)skew;

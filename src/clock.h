@@ -29,7 +29,7 @@
 void cp_clock_init(void);
 /* Now, in ns (monotonic + skew).  Inline fast path below. */
 static inline uint64_t cp_clock_now(void);
-uint64_t cp_clock_now_slow(void);
+uint64_t cp_clock_now_slow(void);   /* also re-anchors when due */
 /* CLOCK_MONOTONIC/REALTIME at load (without/with skew as documented). */
 uint64_t cp_clock_start_mono(void);   /* includes the skew, like cp_clock_now */
 int64_t cp_clock_start_wall(void);    /* CLOCK_REALTIME at the same instant */
@@ -37,26 +37,23 @@ int64_t cp_clock_skew(void);
 int cp_clock_uses_tsc(void);
 
 /* One TSC-to-ns mapping.  Published by pointer (release), never changed
- * while current; a ring of them is reused long after (clock.c). */
+ * while current; a ring of them is reused long after (clock.c).  Before
+ * calibration, and without a TSC, the pointer names a map no reading fits
+ * (lim 0, tsc0 at the top), so the inline read needs no NULL test. */
 typedef struct cp_clock_map {
-  uint64_t tsc0, ns0, mult, lim;   /* ns = ns0 + (tsc - tsc0) * mult >> 32 + skew */
-  int64_t skew;
+  uint64_t tsc0, ns0, mult, lim;   /* ns = ns0 + (tsc - tsc0) * mult >> 32; ns0 includes the skew */
 } cp_clock_map;
-extern cp_clock_map *_Atomic cp_clock_cur;   /* NULL: no TSC or not calibrated */
+extern cp_clock_map *_Atomic cp_clock_cur;
 
 static inline uint64_t cp_clock_now(void) {
 #ifdef CP_CLOCK_TSC
   const cp_clock_map *m = atomic_load_explicit(&cp_clock_cur, memory_order_acquire);
-  if (__builtin_expect(m != 0, 1)) {
-    uint64_t t = __rdtsc();
-    uint64_t tsc0 = __atomic_load_n(&m->tsc0, __ATOMIC_RELAXED);
-    uint64_t d = t - tsc0;
-    if (__builtin_expect(t >= tsc0 && d <= __atomic_load_n(&m->lim, __ATOMIC_RELAXED), 1)) {
-      __extension__ typedef unsigned __int128 u128;
-      return __atomic_load_n(&m->ns0, __ATOMIC_RELAXED) +
-             (uint64_t)(((u128)d * __atomic_load_n(&m->mult, __ATOMIC_RELAXED)) >> 32) +
-             (uint64_t)__atomic_load_n(&m->skew, __ATOMIC_RELAXED);
-    }
+  /* Unsigned: a TSC below tsc0 wraps to a d far above any lim. */
+  const uint64_t d = __rdtsc() - __atomic_load_n(&m->tsc0, __ATOMIC_RELAXED);
+  if (__builtin_expect(d <= __atomic_load_n(&m->lim, __ATOMIC_RELAXED), 1)) {
+    __extension__ typedef unsigned __int128 u128;
+    return __atomic_load_n(&m->ns0, __ATOMIC_RELAXED) +
+           (uint64_t)(((u128)d * __atomic_load_n(&m->mult, __ATOMIC_RELAXED)) >> 32);
   }
 #endif
   return cp_clock_now_slow();
