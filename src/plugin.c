@@ -13,7 +13,8 @@
  * are inlined); one clock read at start and one at stop, none for a state
  * when the trace is off; the pool lock once per start and stop (twice when
  * a parent lives in another pool), none for a state (one lock-free read of
- * the slot; KernelCh's GPU stop excepted); with the trace on, the event record is
+ * the slot; KernelCh's GPU stop also writes two fields of its own slot);
+ * with the trace on, the event record is
  * built in the slot at start and copied once, at stop, straight into the
  * ring, and a state is a 32-byte record.
  *
@@ -959,8 +960,8 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
   }
   const uint32_t type = s->type;
   if (UNLIKELY(type == ncclProfileKernelCh) && eState == ncclProfilerKernelChStop && a) {
-    s->gpu_stop = a->pTimer;
-    s->has_gpu_stop = 1;
+    __atomic_store_n(&s->gpu_stop, a->pTimer, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->has_gpu_stop, 1, __ATOMIC_RELAXED);
   }
   const int pxn = s->is_pxn;
   cp_pool_unlock(pool);
@@ -993,19 +994,41 @@ static inline __attribute__((always_inline)) void state_put_fast(const cp_thr *t
   cp_trace_put_state_i(&r);
 }
 
-/* A state changes nothing in the slot except KernelCh's GPU stop, so the
- * common case takes no lock: the handle is checked against its slot with
- * one lock-free read (pool.h, cp_pool_peek_live) and PXN comes from the
- * pool (comm 0 is the detach pool).  A state
- * racing the event's stop on another thread is counted or not, as it
- * would be with the lock.  Anything the read cannot settle (no match, a
- * slot outside the first chunk, the path table full, KernelCh's GPU stop)
- * goes to state_body, which takes the lock and tells the bad cases apart.
- *
- * States are the most frequent callback (1.4 per event), so the common
- * case is a leaf: everything else, the trace record included, leaves it by
- * a tail call (state_more), and what stays needs no callee-saved register,
- * so it saves and restores none (about 20 of its 65 instructions). */
+/* KernelCh's GPU stop (state 22) on the lock-free path too: the slot is
+ * live with this handle's key, and a live KernelCh slot is written only by
+ * its own events, all from its communicator's proxy thread (start, this
+ * state, the stop that reads the two fields under the lock), so no other
+ * thread writes or reads gpu_stop and has_gpu_stop meanwhile.  That saves
+ * the proxy thread one round of the pool lock per channel, a lock the
+ * application thread takes for every event it starts and stops: with
+ * KernelCh on, NCCL's calls wait for the proxy thread.  A handle whose
+ * slot does not match (NCCL 2.28's re-stop of an old KernelCh) goes to
+ * state_body as before. */
+__attribute__((noinline)) static ncclResult_t state_kc_stop(cp_thr *t, cp_pool *pool, uint64_t h,
+                                                           const ncclProfilerEventStateArgs_v5_t *a) {
+  const cp_handle_fields f = cp_handle_fields_of(h);
+  if (UNLIKELY(!a || f.path == CP_PATH_NONE || cp_pool_peek_live(pool, f.slot, cp_handle_key(h)) != 1))
+    return state_body(t, pool, &f, h, ncclProfilerKernelChStop, a, 0);
+  cp_slot *s = &pool->slots0[f.slot];      /* peek_live == 1: in the first chunk */
+  if (UNLIKELY(s->type != ncclProfileKernelCh))
+    return state_body(t, pool, &f, h, ncclProfilerKernelChStop, a, 0);
+  __atomic_store_n(&s->gpu_stop, a->pTimer, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->has_gpu_stop, 1, __ATOMIC_RELAXED);
+  cp_profile_state_t(t, f.path);
+  const int trace = atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+  const int capture = __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED);
+  if (LIKELY(trace && !capture)) state_put_fast(t, h, ncclProfilerKernelChStop, a, f.comm == 0);
+  else if (UNLIKELY(trace | capture)) state_record(t, h, f.comm, ncclProfilerKernelChStop, a, f.comm == 0);
+  return NCCL_OK;
+}
+
+/* The trace record of a counted state (trace on, capture off, eState < 32). */
+__attribute__((noinline)) static ncclResult_t state_trace(const cp_thr *t, uint64_t h, int eState,
+                                                         const ncclProfilerEventStateArgs_v5_t *a) {
+  state_put_fast(t, h, eState, a, ((h >> 32) & 0xFFFu) == 0);
+  return NCCL_OK;
+}
+
 __attribute__((noinline)) static ncclResult_t state_more(cp_thr *t, cp_pool *pool, uint64_t h, int eState,
                                                         const ncclProfilerEventStateArgs_v5_t *a, int counted) {
   if (UNLIKELY(!pool)) return state_general((void *)(uintptr_t)h, eState, a);
@@ -1018,13 +1041,28 @@ __attribute__((noinline)) static ncclResult_t state_more(cp_thr *t, cp_pool *poo
   return NCCL_OK;
 }
 
+/* A state changes nothing in the slot except KernelCh's GPU stop, so the
+ * common case takes no lock: the handle is checked against its slot with
+ * one lock-free read (pool.h, cp_pool_peek_live) and PXN comes from the
+ * pool (comm 0 is the detach pool).  A state
+ * racing the event's stop on another thread is counted or not, as it
+ * would be with the lock.  Anything the read cannot settle (no match, a
+ * slot outside the first chunk, the path table full) goes to state_body,
+ * which takes the lock and tells the bad cases apart; KernelCh's GPU stop
+ * goes to state_kc_stop.
+ *
+ * States are the most frequent callback (1.4 per event), so the common
+ * case is a leaf: everything else, the trace record included, leaves it by
+ * a tail call (state_more), and what stays needs no callee-saved register,
+ * so it saves and restores none (about 20 of its 65 instructions). */
 ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventStateArgs_v5_t *a) {
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
   cp_thr *t = cp_tls_thr;
   cp_pool *pool = fast_pool(t, h);
   if (UNLIKELY(pool == NULL)) return state_more(t, NULL, h, eState, a, 0);
+  if (UNLIKELY(eState == ncclProfilerKernelChStop)) return state_kc_stop(t, pool, h, a);
   const uint32_t path = (uint32_t)(h >> 44) & 0xFFFFu;
-  if (UNLIKELY(eState == ncclProfilerKernelChStop || path == CP_PATH_NONE) ||
+  if (UNLIKELY(path == CP_PATH_NONE) ||
       UNLIKELY(cp_pool_peek_live(pool, (uint32_t)(h >> 8) & 0xFFFFFFu, cp_handle_key(h)) != 1))
     return state_more(t, pool, h, eState, a, 0);
   /* The profile entry's chunk not there yet: state_body counts it (and
@@ -1033,10 +1071,11 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
   cp_prof_ent *c = LIKELY(path < CP_PROF_CHUNK * CP_PROF_NCHUNK) ? t->prof[path / CP_PROF_CHUNK] : NULL;
   if (UNLIKELY(c == NULL)) return state_more(t, pool, h, eState, a, 0);
   cp_inc(&c[path % CP_PROF_CHUNK].states, 1);
-  if (UNLIKELY(atomic_load_explicit(&g.trace_on, memory_order_relaxed) |
-               __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED)))
-    return state_more(t, pool, h, eState, a, 1);
-  return NCCL_OK;
+  const int trace = atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+  const int capture = __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED);
+  if (LIKELY(!(trace | capture))) return NCCL_OK;
+  if (LIKELY(trace && !capture && (unsigned)eState < 32)) return state_trace(t, h, eState, a);
+  return state_more(t, pool, h, eState, a, 1);
 }
 
 /* ---- init / finalize ---- */
