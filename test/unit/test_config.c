@@ -56,7 +56,7 @@ int main(void) {
   ok(c->event_mask == (4095u & ~64u) && !c->mask_from_env, "default mask is 4095 without KernelCh");
   ok(c->gpu_sample == 16, "default: GPU sampling on 1 call in 16");
   ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
-  ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 65536,
+  ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 16384,
      "default sizes");
   ok(c->periods[0] == 0, "no periods by default");
   ok(matches(c->output_dir, "^collprof-[0-9]{8}-[0-9]{6}$") && !c->output_dir_from_env,
@@ -100,8 +100,8 @@ int main(void) {
   bad_value("COLLPROF_POOL_SIZE", "0", "1024");
   ok(c->pool_size == 1024, "zero pool size rejected");
   bad_value("COLLPROF_BLACKLIST_CAP", "1e6", "10000000");
-  bad_value("COLLPROF_TRACE_BUFFER", "big", "65536");
-  ok(c->trace_buffer == 65536, "bad trace buffer falls back");
+  bad_value("COLLPROF_TRACE_BUFFER", "big", "16384");
+  ok(c->trace_buffer == 16384, "bad trace buffer falls back");
   bad_value("COLLPROF_PERIODS", "10", "no periods");
   bad_value("COLLPROF_PERIODS", "a:b", "no periods");
   bad_value("COLLPROF_PERIODS", "1:0", "no periods");
