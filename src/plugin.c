@@ -1053,8 +1053,9 @@ __attribute__((noinline)) static ncclResult_t state_more(cp_thr *t, cp_pool *poo
  *
  * States are the most frequent callback (1.4 per event), so the common
  * case is a leaf: everything else, the trace record included, leaves it by
- * a tail call (state_more), and what stays needs no callee-saved register,
- * so it saves and restores none (about 20 of its 65 instructions). */
+ * a tail call (state_more, state_trace, state_kc_stop), so it saves and
+ * restores two registers where it saved six (trace off: 120 -> 105
+ * instructions per event in states). */
 ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventStateArgs_v5_t *a) {
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
   cp_thr *t = cp_tls_thr;
