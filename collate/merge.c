@@ -13,6 +13,9 @@ void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank) {
   s->calls = p->calls; s->total_ns = p->total_ns; s->self_ns = p->self_ns;
   s->bytes = p->bytes; s->states = p->states; s->gpu_ns = p->gpu_ns;
   s->gpu_samples = p->gpu_samples; s->unterminated = p->unterminated;
+  if (p->gpu_first_samples <= p->gpu_samples && p->gpu_first_ns <= p->gpu_ns) {   /* else damaged: drop */
+    s->gpu_first_ns = p->gpu_first_ns; s->gpu_first_samples = p->gpu_first_samples;
+  }
   s->ev_min_ns = p->calls ? p->min_ns : UINT64_MAX;
   s->ev_max_ns = p->calls ? p->max_ns : 0;
   s->nranks = 1;
@@ -25,6 +28,7 @@ void cp_pstat_combine(cp_pstat *into, const cp_pstat *from) {
   into->self_ns += from->self_ns; into->bytes += from->bytes;
   into->states += from->states; into->gpu_ns += from->gpu_ns;
   into->gpu_samples += from->gpu_samples; into->unterminated += from->unterminated;
+  into->gpu_first_ns += from->gpu_first_ns; into->gpu_first_samples += from->gpu_first_samples;
   if (from->ev_min_ns < into->ev_min_ns) into->ev_min_ns = from->ev_min_ns;
   if (from->ev_max_ns > into->ev_max_ns) into->ev_max_ns = from->ev_max_ns;
   into->nranks += from->nranks;

@@ -94,8 +94,8 @@ static inline uint32_t get32(rd *r) { uint32_t v = 0; const unsigned char *q = g
   X((s)->calls) X((s)->total_ns) X((s)->self_ns) X((s)->bytes) X((s)->states) X((s)->gpu_ns) \
   X((s)->gpu_samples) X((s)->unterminated) X((s)->ev_min_ns + 1) X((s)->ev_max_ns) X((s)->nranks) \
   X((s)->tmin_ns) X((uint64_t)((int64_t)(s)->tmin_rank + 1)) X((s)->tmax_ns) \
-  X((uint64_t)((int64_t)(s)->tmax_rank + 1))
-#define PSTAT_MAX 150
+  X((uint64_t)((int64_t)(s)->tmax_rank + 1)) X((s)->gpu_first_ns) X((s)->gpu_first_samples)
+#define PSTAT_MAX 170   /* 17 varints of at most 10 bytes */
 static size_t pstat_enc(unsigned char *b, const cp_pstat *s) {
   size_t n = 0;
 #define ENC(v) n += varenc(b + n, v);
@@ -109,6 +109,7 @@ static void pstat_dec(rd *r, cp_pstat *s) {
   s->ev_min_ns = getvar(r) - 1; s->ev_max_ns = getvar(r); s->nranks = (uint32_t)getvar(r);
   s->tmin_ns = getvar(r); s->tmin_rank = (int32_t)((int64_t)getvar(r) - 1);
   s->tmax_ns = getvar(r); s->tmax_rank = (int32_t)((int64_t)getvar(r) - 1);
+  s->gpu_first_ns = getvar(r); s->gpu_first_samples = getvar(r);
 }
 
 /* one record; returns its size (written when w) */
@@ -284,6 +285,7 @@ static void pstat_add_same_rank(cp_pstat *into, const cp_pstat *from) {
   into->self_ns += from->self_ns; into->bytes += from->bytes;
   into->states += from->states; into->gpu_ns += from->gpu_ns;
   into->gpu_samples += from->gpu_samples; into->unterminated += from->unterminated;
+  into->gpu_first_ns += from->gpu_first_ns; into->gpu_first_samples += from->gpu_first_samples;
   if (from->ev_min_ns < into->ev_min_ns) into->ev_min_ns = from->ev_min_ns;
   if (from->ev_max_ns > into->ev_max_ns) into->ev_max_ns = from->ev_max_ns;
   into->tmin_ns = into->tmax_ns = into->total_ns;

@@ -72,6 +72,8 @@ static void read_path(json_t *o, cp_path_rec *p) {
   p->min_ns = u64(o, "min_ns"); p->max_ns = u64(o, "max_ns"); p->bytes = u64(o, "bytes");
   p->states = u64(o, "states"); p->gpu_ns = u64(o, "gpu_ns");
   p->gpu_samples = u64(o, "gpu_samples"); p->unterminated = u64(o, "unterminated");
+  p->gpu_first_ns = u64(o, "gpu_first_ns");   /* files from before: absent, 0 */
+  p->gpu_first_samples = u64(o, "gpu_first_samples");
 }
 
 static void read_rank(json_t *o, cp_rank_data *r) {

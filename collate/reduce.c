@@ -30,8 +30,7 @@ static void bandwidth(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
   if (!st->calls || !st->bytes) return;
   int coll = p->leaf_type == 2, p2p = p->leaf_type == 4;
   if (!coll && !p2p) return;
-  double t = st->gpu_samples ? (double)st->gpu_ns / (double)st->gpu_samples
-                             : (double)st->total_ns / (double)st->calls;
+  double t = st->gpu_samples ? d->gpu_call_ns : (double)st->total_ns / (double)st->calls;
   if (t <= 0) return;
   double bytes = (double)st->bytes / (double)st->calls;   /* per call and rank */
   double factor = 1;
@@ -64,6 +63,24 @@ void cp_summary_finish(cp_summary *s) {
   }
 }
 
+/* Coll/P2p GPU time from samples (reduce.h): first-call samples once, the
+ * periodic ones' mean for the other calls.  Files from before first-call
+ * samples were kept have none: the plain mean. */
+static void gpu_estimate(const cp_pstat *st, cp_gderived *d) {
+  const double g = (double)st->gpu_ns, n = (double)st->gpu_samples;
+  uint64_t sf = st->gpu_first_samples, f = st->gpu_first_ns;
+  if (sf > st->gpu_samples || f > st->gpu_ns) sf = 0, f = 0;   /* damaged (merge.c drops a rank's) */
+  d->gpu_exact = st->gpu_samples >= st->calls;
+  if (sf < st->gpu_samples) {
+    d->gpu_call_ns = (g - (double)f) / (double)(st->gpu_samples - sf);
+    d->gpu_est_ns = d->gpu_exact || st->calls < sf ? g
+                                  : (double)f + d->gpu_call_ns * (double)(st->calls - sf);
+  } else {
+    d->gpu_call_ns = g / n;
+    d->gpu_est_ns = d->gpu_exact ? g : d->gpu_call_ns * (double)st->calls;
+  }
+}
+
 void cp_gpath_derive(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
   const cp_pstat *st = &p->s;
   memset(d, 0, sizeof *d);
@@ -79,10 +96,9 @@ void cp_gpath_derive(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
   d->call_avg_ns = st->calls ? (double)st->total_ns / (double)st->calls : 0;
   if (p->leaf_type == 64) {              /* KernelCh: every event has its GPU time */
     d->gpu_est_ns = (double)st->gpu_ns; d->gpu_exact = st->gpu_samples > 0;
+    d->gpu_call_ns = st->gpu_samples ? (double)st->gpu_ns / (double)st->gpu_samples : 0;
   } else if (st->gpu_samples) {
-    d->gpu_exact = st->gpu_samples == st->calls;
-    d->gpu_est_ns = d->gpu_exact ? (double)st->gpu_ns
-                                 : (double)st->gpu_ns / (double)st->gpu_samples * (double)st->calls;
+    gpu_estimate(st, d);
   }
   bandwidth(s, p, d);
 }

@@ -12,11 +12,24 @@
  *                   when the minimum is the larger deviation; imbalance_rank
  *                   the rank holding that extreme
  *   self_pct      = self_ns / sum of self_ns of all paths
- *   gpu_est_ns    = KernelCh: gpu_ns (exact); Coll/P2p: gpu_ns/gpu_samples
- *                   x calls, exact when gpu_samples == calls
+ *   gpu_est_ns    = KernelCh: gpu_ns (exact); Coll/P2p: gpu_ns when every
+ *                   call was sampled (exact), else a stratified estimate:
+ *                   first-call samples (gpu_first_*: a thread's, a path's
+ *                   or a window's first sampled call, chosen by rule, not at
+ *                   random) count once as they are, and the periodic
+ *                   samples' mean stands for every other call:
+ *                     F + (G - F) / (S - Sf) x (calls - Sf)
+ *                   (G, S: gpu_ns, gpu_samples; F, Sf: their first-call
+ *                   part).  Plain mean x calls let one first call (NCCL's
+ *                   connection set-up, a peer still starting: up to seconds
+ *                   on H200 against microseconds later) stand for N calls:
+ *                   4-9x the exact total on the bundled captures at N = 16.
+ *                   Only first-call samples: G / S x calls.
+ *   gpu_call_ns   = the per-call GPU time behind it: (G - F) / (S - Sf),
+ *                   or G / S when every sample is a first-call one
  *   algbw/busbw   = Coll/P2p: S / t, x factor, nccl-tests' S and factors
- *                   (ABI doc), t = mean sampled GPU span when there are
- *                   samples, else mean host time per call; n = the size of
+ *                   (ABI doc), t = gpu_call_ns when there are samples, else
+ *                   mean host time per call; n = the size of
  *                   the communicators (agg.bw_nranks; unknown: no Coll bw)
  */
 #ifndef COLLPROF_REDUCE_H

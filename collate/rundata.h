@@ -40,6 +40,7 @@ typedef struct cp_path_rec {
   uint64_t calls, total_ns, self_ns, min_ns, max_ns, bytes, states;
   uint64_t gpu_ns;         /* KernelCh: GPU time; Coll/P2p: sum of sampled spans */
   uint64_t gpu_samples;    /* events that contributed to gpu_ns */
+  uint64_t gpu_first_ns, gpu_first_samples;   /* of them, first-call samples (collprof.h) */
   uint64_t unterminated;
 } cp_path_rec;
 
@@ -94,6 +95,7 @@ void cp_run_free(cp_run *run);
 /* Numbers of one path combined over ranks.  Integers only (see top). */
 typedef struct cp_pstat {
   uint64_t calls, total_ns, self_ns, bytes, states, gpu_ns, gpu_samples,
+           gpu_first_ns, gpu_first_samples,
            unterminated;                 /* sums over ranks */
   uint64_t ev_min_ns, ev_max_ns;         /* per event, over ranks with calls
                                             (UINT64_MAX / 0 when no calls) */
@@ -164,8 +166,9 @@ typedef struct cp_gderived {
   int32_t imbalance_rank;                /* rank of the larger deviation */
   double self_pct;                       /* self_ns / sum of all paths' self_ns */
   double call_avg_ns;                    /* total_ns / calls */
-  double gpu_est_ns;                     /* Coll/P2p: gpu_ns/gpu_samples*calls;
+  double gpu_est_ns;                     /* Coll/P2p: collate/reduce.h;
                                             KernelCh: gpu_ns; 0 without samples */
+  double gpu_call_ns;                    /* Coll/P2p: GPU time per call behind it */
   int gpu_exact;                         /* samples == calls (or KernelCh) */
   int bw_valid;                          /* Coll/P2p with bytes and a known n */
   double algbw_gbs, busbw_gbs;           /* GB/s = bytes per ns */

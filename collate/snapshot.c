@@ -58,6 +58,7 @@ int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_ra
     d->calls = p->calls; d->total_ns = p->total_ns; d->self_ns = p->self_ns;
     d->min_ns = p->min_ns; d->max_ns = p->max_ns; d->bytes = p->bytes; d->states = p->states;
     d->gpu_ns = p->gpu_ns; d->gpu_samples = p->gpu_samples; d->unterminated = p->unterminated;
+    d->gpu_first_ns = p->gpu_first_ns; d->gpu_first_samples = p->gpu_first_samples;
   }
   return 0;
 }

@@ -124,9 +124,11 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
                ",\"states\":%" PRIu64 ",\"unterminated\":%" PRIu64,
             st->calls ? st->ev_min_ns : 0, st->ev_max_ns, st->bytes, st->states, st->unterminated);
     if (st->gpu_samples || st->gpu_ns) {
-      fprintf(f, ",\"gpu_ns\":%" PRIu64 ",\"gpu_samples\":%" PRIu64 ",\"gpu_est_ns\":", st->gpu_ns,
-              st->gpu_samples);
+      fprintf(f, ",\"gpu_ns\":%" PRIu64 ",\"gpu_samples\":%" PRIu64 ",\"gpu_first_ns\":%" PRIu64
+                 ",\"gpu_first_samples\":%" PRIu64 ",\"gpu_est_ns\":",
+              st->gpu_ns, st->gpu_samples, st->gpu_first_ns, st->gpu_first_samples);
       num(f, d.gpu_est_ns);
+      fprintf(f, ",\"gpu_call_ns\":"); num(f, d.gpu_call_ns);
       fprintf(f, ",\"gpu_exact\":%s", d.gpu_exact ? "true" : "false");
     }
     if (d.bw_valid) {

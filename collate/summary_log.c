@@ -72,6 +72,43 @@ static int tf_cmp(const void *x, const void *y) {
   return strcmp(a->key, b->key);
 }
 
+/* GPU time per Coll/P2p path from its KernelCh samples (collate/reduce.h:
+ * first-call samples counted once, the periodic ones' mean for the other
+ * calls), largest first; nothing when no path has a sample. */
+typedef struct { size_t i; double est; } gpu_row;
+static int gpu_cmp(const void *x, const void *y) {
+  const gpu_row *a = x, *b = y;
+  if (a->est != b->est) return a->est > b->est ? -1 : 1;
+  return a->i < b->i ? -1 : a->i > b->i;
+}
+
+static void gpu_table(FILE *f, const cp_summary *s, int pw) {
+  gpu_row *rows = calloc(s->npaths + 1, sizeof *rows);
+  size_t n = 0;
+  for (size_t i = 0; rows && i < s->npaths; i++) {
+    const cp_gpath *p = &s->paths[i];
+    if ((p->leaf_type != 2 && p->leaf_type != 4) || !p->s.gpu_samples) continue;
+    cp_gderived d; cp_gpath_derive(s, p, &d);
+    rows[n].i = i; rows[n].est = d.gpu_est_ns; n++;
+  }
+  if (n) {
+    qsort(rows, n, sizeof *rows, gpu_cmp);
+    fprintf(f, "GPU time (Coll/P2p, from KernelCh samples: ~ estimated; first-call samples counted once)\n");
+    int lw = fprintf(f, "%12s | %9s | %7s | %13s | %13s | %-*s | %s\n", "Calls", "Samples", "First",
+                     "GPU[s]", "GPU/call[us]", pw, "Path", "ID");
+    rule(f, lw - 1);
+    for (size_t k = 0; k < n; k++) {
+      const cp_gpath *p = &s->paths[rows[k].i];
+      cp_gderived d; cp_gpath_derive(s, p, &d);
+      fprintf(f, "%12" PRIu64 " | %9" PRIu64 " | %7" PRIu64 " | %s%12.6f | %13.3f | %-*s | %" PRId64 "\n",
+              p->s.calls, p->s.gpu_samples, p->s.gpu_first_samples, d.gpu_exact ? " " : "~",
+              d.gpu_est_ns / 1e9, d.gpu_call_ns / 1e3, pw, p->path, p->id);
+    }
+    fputc('\n', f);
+  }
+  free(rows);
+}
+
 static void profile(FILE *f, const cp_summary *s) {
   int pw = path_width(s);
   fprintf(f, "Runtime profile (all ranks; times summed over ranks, sorted by total time)\n");
@@ -90,6 +127,7 @@ static void profile(FILE *f, const cp_summary *s) {
   }
   free(o);
   fputc('\n', f);
+  gpu_table(f, s, pw);
 
   fprintf(f, "Min/max across ranks (per-rank totals; a rank without the path is not counted)\n");
   lw = fprintf(f, "%6s | %12s | %6s | %12s | %6s | %12s | %6s | %9s | %s\n",

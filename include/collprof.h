@@ -43,6 +43,11 @@ typedef struct collprof_path_stat {
   uint64_t gpu_ns;        /* KernelCh: sum of GPU durations; Coll/P2p: sum of
                              sampled GPU spans (latest child stop - earliest start) */
   uint64_t gpu_samples;   /* number of events that contributed to gpu_ns */
+  uint64_t gpu_first_ns;  /* Coll/P2p: the part of gpu_ns from first-call samples
+                             (a thread's, a path's or a window's first sampled
+                             call: connection set-up, waiting for late peers),
+                             counted once in the estimate, not extrapolated */
+  uint64_t gpu_first_samples; /* the samples in gpu_first_ns */
   uint64_t unterminated;  /* started, never stopped (counted at snapshot) */
 } collprof_path_stat;
 

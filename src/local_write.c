@@ -107,12 +107,13 @@ static void path_records(sbuf *b, const collprof_snapshot *s, const int64_t *gid
     sb_printf(b,
               ",\"calls\":%llu,\"total_ns\":%llu,\"self_ns\":%llu,\"min_ns\":%llu,\"max_ns\":%llu,"
               "\"bytes\":%llu,\"states\":%llu,\"gpu_ns\":%llu,\"gpu_samples\":%llu,"
-              "\"unterminated\":%llu}\n",
+              "\"gpu_first_ns\":%llu,\"gpu_first_samples\":%llu,\"unterminated\":%llu}\n",
               (unsigned long long)p->calls, (unsigned long long)p->total_ns,
               (unsigned long long)p->self_ns, (unsigned long long)p->min_ns,
               (unsigned long long)p->max_ns, (unsigned long long)p->bytes,
               (unsigned long long)p->states, (unsigned long long)p->gpu_ns,
-              (unsigned long long)p->gpu_samples, (unsigned long long)p->unterminated);
+              (unsigned long long)p->gpu_samples, (unsigned long long)p->gpu_first_ns,
+              (unsigned long long)p->gpu_first_samples, (unsigned long long)p->unterminated);
   }
 }
 

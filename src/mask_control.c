@@ -23,6 +23,14 @@
  *     KernelCh on (long-run rate at most 2/N), and a path whose forced
  *     sample landed on a different path (a loop) falls back to the periodic
  *     rate.  Paths with ids >= 65536 never force.
+ *   - First-call samples: call 0, forced samples and the first call of a
+ *     profiling window are not chosen at random; they are the first calls of
+ *     a thread, a path or a window, which carry connection set-up and the
+ *     wait for peers that have not arrived yet (milliseconds to seconds on
+ *     H200, against microseconds later).  Such a sample is marked
+ *     (cp_mask_sample_first) and counted once in the path's GPU estimate
+ *     instead of standing for N calls (collate/reduce.c).  A deferred
+ *     sample that lands on a call that was not itself chosen is periodic.
  *   S(k+1) is decided in the hook of call k, because NCCL reads the mask
  *   before the call's first callback (ABI doc: a change reaches the next
  *   API call).  Sampled calls are counted from the caller's `sampled` flag.
@@ -87,6 +95,7 @@ static uint32_t g_base;               /* base mask (config), KernelCh stripped *
 static int g_off;                     /* the user's mask is 0: never profile */
 static uint32_t g_n;                  /* gpu_sample */
 static atomic_int g_next_kc;          /* decision for the next API call */
+static atomic_int g_next_first;       /* ...and it is a first-call sample (header) */
 static atomic_int g_in_window = 1;    /* 0 outside a profiling window */
 static atomic_int g_frozen;           /* graph capture / second thread: mask constant */
 static atomic_int g_open_groups;      /* GroupApi events started, not stopped */
@@ -244,6 +253,7 @@ static void *timer_main(void *arg) {
     if (w < WIN_CAP) g_win_start[w] = t - g_t0;
     atomic_store(&g_win_closed, 0);
     atomic_store(&g_nwin, w + 1);
+    atomic_store(&g_next_first, g_n >= 2);
     atomic_store(&g_next_kc, g_n >= 1);   /* first group after the open sampled */
     atomic_store(&g_kc_wait, 1);          /* ...not a group open right now */
     atomic_store(&g_in_window, 1);
@@ -274,6 +284,7 @@ static void init_once(void) {
     g_n = 0;
   }
   atomic_store(&g_next_kc, g_n >= 1);     /* the first call is sampled */
+  atomic_store(&g_next_first, g_n >= 2);  /* ...as a first-call sample (N = 1: all calls are) */
   g_t0 = mono_ns();
   g_have_periods = parse_periods(c->periods);
   g_switching = g_n >= 2 || g_have_periods;
@@ -322,7 +333,7 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
   if (atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
   /* Decided here, published at the group stop (header: never inside a
    * group). */
-  int next = periodic(k + 1);
+  int next = periodic(k + 1), first = 0;
   if (!next && !sampled && path < FORCE_CAP && force_budget(k + 1) &&
       !cp_path_gpu_seen(path)) {
     uint64_t bit = 1ull << (path % 64);
@@ -330,11 +341,13 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
     if (!(atomic_load_explicit(w, memory_order_relaxed) & bit) &&
         !(atomic_fetch_or_explicit(w, bit, memory_order_relaxed) & bit)) {
       atomic_fetch_add_explicit(&g_forced_total, 1, memory_order_relaxed);
-      next = 1;
+      next = first = 1;
     }
   }
   if (atomic_load_explicit(&g_next_kc, memory_order_relaxed) != next)
     atomic_store_explicit(&g_next_kc, next, memory_order_relaxed);
+  if (atomic_load_explicit(&g_next_first, memory_order_relaxed) != first)
+    atomic_store_explicit(&g_next_first, first, memory_order_relaxed);
 }
 
 HIDDEN void cp_mask_api_v4(void) { g_v4 = 1; }
@@ -344,6 +357,7 @@ static atomic_int g_frozen_text_ready; /* ...and published after it is written *
 
 static void freeze(const char *why, const char *hazard) {
   if (atomic_load_explicit(&g_frozen, memory_order_relaxed) || atomic_exchange(&g_frozen, 1)) return;
+  atomic_store(&g_next_first, 0);   /* from now on every call is alike */
   snprintf(g_frozen_text, sizeof g_frozen_text, "%s, KernelCh %s", why,
            cp_mask_kernelch_on() ? "on" : "off");
   atomic_store_explicit(&g_frozen_text_ready, 1, memory_order_release);
@@ -395,6 +409,8 @@ static void gate(void) {
       cp_affinity_gpu_lag();
     }
   } else if (want && atomic_load_explicit(&g_deferred, memory_order_relaxed)) {
+    if (!atomic_load_explicit(&g_next_kc, memory_order_relaxed))   /* not chosen itself: periodic */
+      atomic_store_explicit(&g_next_first, 0, memory_order_relaxed);
     atomic_store_explicit(&g_next_kc, 1, memory_order_relaxed);   /* the deferred sample: next call */
     atomic_store_explicit(&g_deferred, 0, memory_order_relaxed);
   }
@@ -450,6 +466,10 @@ HIDDEN int cp_mask_kernelch_on(void) {
   int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);
   if (!p) return 0;
   return (__atomic_load_n(p, __ATOMIC_RELAXED) & (int)KC) != 0;
+}
+
+HIDDEN int cp_mask_sample_first(void) {
+  return atomic_load_explicit(&g_next_first, memory_order_relaxed);
 }
 
 HIDDEN uint64_t cp_mask_sampled_calls(void) {

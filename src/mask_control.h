@@ -77,6 +77,11 @@ uint64_t cp_mask_gate_resets(void);
 
 /* Whether the mask currently has KernelCh. */
 int cp_mask_kernelch_on(void);
+/* Whether the sample the mask now asks for is a first-call sample (call 0,
+ * a forced sample, a window's first call: mask_control.c), which the GPU
+ * estimate counts once instead of extrapolating.  Read it with
+ * cp_mask_kernelch_on() at a GroupApi start; 0 for N < 2. */
+int cp_mask_sample_first(void);
 
 /* API calls that ran with KernelCh on (for the summary). */
 uint64_t cp_mask_sampled_calls(void);

@@ -420,7 +420,8 @@ static inline __attribute__((always_inline)) void start_hooks(cp_thr *t, const n
                                                               uint64_t ctxv) {
   if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_start(ctxv, handle, d);
   if (type == ncclProfileGroupApi) {
-    t->sampled = cp_mask_kernelch_on();
+    /* 2: a first-call sample (mask_control.h), counted once in the estimate */
+    t->sampled = cp_mask_kernelch_on() ? 1 + cp_mask_sample_first() : 0;
     if (UNLIKELY(d->groupApi.graphCaptured)) cp_mask_on_graph_capture();
     cp_mask_on_group_start(t->tid);
   } else if (type == ncclProfileCollApi || type == ncclProfileP2pApi) {
@@ -438,8 +439,10 @@ static inline __attribute__((always_inline)) void start_hooks(cp_thr *t, const n
 static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool, cp_slot *s, uint32_t idx,
                                                                    uint32_t hold, uint32_t type,
                                                                    const ncclProfilerEventDescr_v5_t *d,
-                                                                   const plink *pl, uint64_t now, int own_clock) {
+                                                                   const plink *pl, uint64_t now, int own_clock,
+                                                                   int sampled) {
   if (UNLIKELY(hold)) {
+    s->span_first = sampled == 2;
     s->kc_seq = ++pool->kc_ops;
     cp_pool_hold(pool, s, idx, hold);
     /* KernelCh events due (one sample in flight): only those that will
@@ -587,7 +590,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
     s->parent_gen = pl.gen;
   }
   if (pxn) s->origin_pid = type == ncclProfileProxyOp ? d->proxyOp.pid : pl.origin_pid;
-  start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, !pxn && !scratch);
+  start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, !pxn && !scratch, kc_call);
   const uint64_t handle = cp_handle_make(path, pool->comm_index, idx, s->gen);
   if (trace) start_record(t, s, d, comm, pxn, type, path, mypid, func, dt, now, pobj, handle, ctxv);
   if (!scratch) {
@@ -664,7 +667,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     s->parent_slot = pl.slot;
     s->parent_gen = pl.gen;
   }
-  start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, 1);
+  start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, 1, t->sampled);
   const uint64_t handle = cp_handle_make(path, pool->comm_index, idx, s->gen);
   if (trace) start_record(t, s, d, comm, 0, type, path, mypid, func, dt, now, pobj, handle, ctxv);
   pool->events++;
@@ -858,7 +861,7 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   }
   if (LIKELY(path != CP_PATH_NONE)) {
     cp_profile_stop_t(t, path, dur, self, bytes);
-    if (UNLIKELY(kch) && kch_ok) cp_profile_gpu_t(t, path, ge - gs);
+    if (UNLIKELY(kch) && kch_ok) cp_profile_gpu_t(t, path, ge - gs, 0);
   }
   if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
   if (type == ncclProfileGroupApi) cp_mask_on_group_stop();   /* may switch KernelCh */

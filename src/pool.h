@@ -88,7 +88,8 @@ typedef struct cp_slot {
                             KernelCh: that of the hold it took; 0 = none */
   uint8_t span_bad;      /* Coll/P2p: a KernelCh span may come from a reused NCCL
                             timestamp slot: the GPU sample is dropped */
-  uint8_t pad3[3];       /* rec on lines 3-4: a slot is 4 whole cache lines */
+  uint8_t span_first;    /* Coll/P2p: of a first-call sample (mask_control.h) */
+  uint8_t pad3[2];       /* rec on lines 3-4: a slot is 4 whole cache lines */
   union {                /* trace record, built at start when the trace is on */
     cp_rec rec;          /* full form (Coll, PXN) */
     cp_erec erec;        /* compact form (the rest): rec.kind tells which */
@@ -270,7 +271,7 @@ static inline void cp_pool_reset_slot(cp_slot *s) {
   s->hold = 0;
   s->kc_seq = 0;
   s->kc_epoch = 0;
-  s->span_bad = 0;
+  s->span_bad = s->span_first = 0;
 }
 
 /* The usual case inlined: the slot at the round-robin cursor is free. */

@@ -30,7 +30,9 @@ void cp_profile_stop(uint32_t path, uint64_t dur, uint64_t self, uint64_t bytes)
 
 void cp_profile_state(uint32_t path) { cp_profile_state_t(cp_thr_get(), path); }
 
-void cp_profile_gpu(uint32_t path, uint64_t gpu_ns) { cp_profile_gpu_t(cp_thr_get(), path, gpu_ns); }
+void cp_profile_gpu(uint32_t path, uint64_t gpu_ns, int first) {
+  cp_profile_gpu_t(cp_thr_get(), path, gpu_ns, first);
+}
 
 void cp_profile_merge(collprof_path_stat *out, size_t n) {
   for (cp_thr *t = cp_thr_all(); t; t = t->next) {
@@ -53,6 +55,8 @@ void cp_profile_merge(collprof_path_stat *out, size_t n) {
         o->states += cp_ld(&e->states);
         o->gpu_ns += cp_ld(&e->gpu_ns);
         o->gpu_samples += cp_ld(&e->gpu_samples);
+        o->gpu_first_ns += cp_ld(&e->gpu_first_ns);
+        o->gpu_first_samples += cp_ld(&e->gpu_first_samples);
       }
     }
   }

@@ -19,7 +19,7 @@ void cp_profile_stop(uint32_t path, uint64_t dur_ns, uint64_t self_ns, uint64_t 
 /* One state record of an event on this path. */
 void cp_profile_state(uint32_t path);
 /* One GPU sample: a KernelCh duration, or a Coll/P2p span. */
-void cp_profile_gpu(uint32_t path, uint64_t gpu_ns);
+void cp_profile_gpu(uint32_t path, uint64_t gpu_ns, int first);
 
 /* ---- hot path: the same with the caller's thread block, inlined ---- */
 cp_prof_ent *cp_prof_ent_slow(cp_thr *t, uint32_t path);   /* allocates a chunk */
@@ -47,15 +47,21 @@ static inline void cp_profile_state_t(cp_thr *t, uint32_t path) {
   cp_prof_ent *e = cp_prof_ent_get(t, path);
   if (e) cp_inc(&e->states, 1);
 }
-static inline void cp_profile_gpu_t(cp_thr *t, uint32_t path, uint64_t gpu_ns) {
+/* first: a first-call sample (collprof.h gpu_first_ns) */
+static inline void cp_profile_gpu_t(cp_thr *t, uint32_t path, uint64_t gpu_ns, int first) {
   cp_prof_ent *e = cp_prof_ent_get(t, path);
   if (!e) return;
   cp_inc(&e->gpu_ns, gpu_ns);
   cp_inc(&e->gpu_samples, 1);
+  if (first) {
+    cp_inc(&e->gpu_first_ns, gpu_ns);
+    cp_inc(&e->gpu_first_samples, 1);
+  }
 }
 
 /* Add every thread's numbers into out[0..n) (calls, total_ns, self_ns,
- * min_ns, max_ns, bytes, states, gpu_ns, gpu_samples; min/max combined). */
+ * min_ns, max_ns, bytes, states, gpu_ns, gpu_samples, gpu_first_*; min/max
+ * combined). */
 void cp_profile_merge(collprof_path_stat *out, size_t n);
 
 /* Bytes of one element of an NCCL datatype name (interned id), 0 if unknown.

@@ -45,7 +45,12 @@ static void scan_slot(const cp_slot *s, void *arg) {
   if (s->path >= sc->n) return;
   collprof_path_stat *p = &sc->paths[s->path];
   if (s->live) { p->unterminated++; sc->unterminated++; }
-  if (s->span_n && s->span_max >= s->span_min) { p->gpu_ns += s->span_max - s->span_min; p->gpu_samples++; }
+  if (s->span_n && !s->span_bad && s->span_max >= s->span_min) {   /* not yet flushed (pool.c) */
+    const uint64_t span = s->span_max - s->span_min;
+    p->gpu_ns += span;
+    p->gpu_samples++;
+    if (s->span_first) { p->gpu_first_ns += span; p->gpu_first_samples++; }
+  }
 }
 
 static void scan_pool(cp_pool *p, scan *sc, uint64_t *evictions, uint64_t *memory) {

@@ -3,19 +3,22 @@
 # captures replayed through libcollprof.so by collprof-replay (which
 # emulates NCCL's live mask per API call) with the default mask and
 # COLLPROF_GPU_SAMPLE=N; the number of sampled API calls (rank record
-# gpuSampledCalls) and the calls per Coll/P2p path that got KernelCh
-# (gpu_samples) must be what gpu_sampling_oracle.py computes from the rule.
+# gpuSampledCalls), the calls per Coll/P2p path that got KernelCh
+# (gpu_samples) and those of them that were first-call samples
+# (gpu_first_samples) must be what gpu_sampling_oracle.py computes from the
+# rule.
 . "$(dirname "$0")/tap.sh"
 REPLAY=$BIN/collprof-replay
 PLUGIN=$LIB/libcollprof.so
 [ -x "$REPLAY" ] && [ -e "$PLUGIN" ] || skip_all "collprof-replay or libcollprof.so not built"
 command -v python3 >/dev/null || skip_all "no python3"
 
-# plugin's answer: {"sampled_calls":..,"paths":{coll/p2p path: gpu_samples>0}}
+# plugin's answer: {"sampled_calls":..,"paths":{coll/p2p path: gpu_samples>0},
+# "first":{coll/p2p path: gpu_first_samples>0}}
 plugin_view() {
   python3 - "$1" <<'EOF'
 import glob, json, os, sys
-paths, sc = {}, None
+paths, first, sc = {}, {}, None
 for f in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
     last = {}
     for line in open(f):
@@ -27,13 +30,35 @@ for f in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
     for p in last.values():
         if p["leafType"] in ("ncclProfileColl", "ncclProfileP2p") and p.get("gpu_samples", 0) > 0:
             paths[p["path"]] = p["gpu_samples"]
-print(json.dumps({"sampled_calls": sc, "paths": dict(sorted(paths.items()))}, sort_keys=True))
+            if p.get("gpu_first_samples", 0) > 0:
+                first[p["path"]] = p["gpu_first_samples"]
+print(json.dumps({"sampled_calls": sc, "paths": dict(sorted(paths.items())),
+                  "first": dict(sorted(first.items()))}, sort_keys=True))
 EOF
 }
 
-for sc in ar_nvlink sendrecv ar_grouped; do
+# mixed: ar_nvlink with later calls renamed (Broadcast from API call 30,
+# AllGather from 55, AllReduce again from 70), so paths first appear
+# mid-run and get forced, first-call samples; the renaming keeps every
+# parent link and time.
+mixed=$T/mixed.jsonl
+python3 - "$FIX/ar_nvlink/p0.jsonl" >"$mixed" <<'PY'
+import json, sys
+k, func = -1, None
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("cb") == "start" and r.get("type") == 512:
+        k += 1
+        func = "Broadcast" if 30 <= k < 55 else "AllGather" if 55 <= k < 70 else None
+    if func and r.get("cb") == "start" and r.get("type") in (512, 2):
+        r["func"] = func
+    print(json.dumps(r))
+PY
+
+for sc in ar_nvlink sendrecv ar_grouped mixed; do
   cap=$FIX/$sc/p0.jsonl
-  [ -e "$cap" ] || { skip "$sc: no capture"; continue; }
+  [ "$sc" != mixed ] || cap=$mixed
+  [ -s "$cap" ] || { skip "$sc: no capture"; continue; }
   for n in 1 4 16 0; do
     out=$T/$sc.$n
     env -u NCCL_PROFILE_EVENT_MASK COLLPROF_GPU_SAMPLE=$n COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 \
@@ -42,7 +67,7 @@ for sc in ar_nvlink sendrecv ar_grouped; do
     w1=$(python3 "$TOP/test/gpu_sampling_oracle.py" "$cap" "$n" start)
     w2=$(python3 "$TOP/test/gpu_sampling_oracle.py" "$cap" "$n" stop)
     if [ "$got" == "$w2" ] && [ "$w1" != "$w2" ]; then want=$w2; else want=$w1; fi
-    is "$got" "$want" "$sc, COLLPROF_GPU_SAMPLE=$n: sampled calls and paths with samples"
+    is "$got" "$want" "$sc, COLLPROF_GPU_SAMPLE=$n: sampled calls, paths with samples, first-call samples"
   done
 done
 done_testing

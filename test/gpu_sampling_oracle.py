@@ -21,13 +21,17 @@ for N >= 2 only one sample is in flight: a Coll/P2p of a sampled call makes
 nChannels KernelCh events due; each KernelCh that starts while its parent
 still has some of them due pays one back at its stop; while any are due, a
 call that should be sampled is deferred, and the first outermost group stop
-with none due turns KernelCh on for the next call instead.  A Coll/P2p's
+with none due turns KernelCh on for the next call instead (a periodic
+sample, unless that call was itself chosen).  Call 0 and forced calls are
+first-call samples; a group's sampled calls are first-call ones when the
+decision its mask came from was.  A Coll/P2p's
 sample does not count (nor mark its path) once 32 or more Coll/P2p of
 KernelCh-on calls started on the communicator after it, by the stop of one
 of its KernelCh (NCCL's 64 timestamp slots may have been reused).
 
 Prints JSON: {"sampled_calls": .., "paths": {coll/p2p path: calls that got
-KernelCh}}.
+KernelCh}, "first": {coll/p2p path: those of them that are first-call
+samples}}.
 """
 import json
 import sys
@@ -56,6 +60,8 @@ def main():
     cap, n = sys.argv[1], int(sys.argv[2])
     mark_at = sys.argv[3] if len(sys.argv) > 3 else "start"
     next_kc = n >= 1          # decided in the hook of the last call
+    next_first = n >= 2       # ...and it is a first-call sample
+    group_first = False
     published = n >= 1        # KernelCh bit of the mask NCCL reads next
     deferred = False
     group_kc = False
@@ -75,7 +81,9 @@ def main():
     seen = set()              # API paths with a GPU sample
     api_path = {}             # CollApi/P2pApi handle -> its path
     api_sampled = {}          # CollApi/P2pApi handle -> its group's KernelCh
+    api_first = {}            # ... -> a first-call sample
     op_path = {}              # Coll/P2p handle -> (its path, api path, sampled)
+    op_first = {}             # Coll/P2p handle -> of a first-call sample
     kc_parent = {}            # KernelCh handle -> Coll/P2p handle
     got = {}                  # Coll/P2p path -> set of Coll/P2p handles with a KernelCh
     for line in open(cap):
@@ -86,22 +94,25 @@ def main():
             if t == 256:
                 if open_groups == 0:
                     group_kc = published
+                    group_first = published and next_first
                 open_groups += 1
                 group_handles.add(r["h"])
             elif t in (512, 1024):
                 p = ("GroupApi/CollApi:" if t == 512 else "GroupApi/P2pApi:") + r["func"]
                 api_path[r["h"]] = p
                 api_sampled[r["h"]] = group_kc
+                api_first[r["h"]] = group_first
                 s = group_kc
                 sampled_calls += 1 if s else 0
                 if n >= 2:
                     nxt = periodic(k + 1, n)
+                    first = False
                     if (not nxt and not s and p not in seen and p not in forced and
                             (nforced < 64 or nforced * n < k + 1)):
                         forced.add(p)
                         nforced += 1
-                        nxt = True
-                    next_kc = nxt
+                        nxt = first = True
+                    next_kc, next_first = nxt, first
                 k += 1
             elif t in (2, 4):
                 ap = api_path.get(r["parent"])
@@ -110,6 +121,7 @@ def main():
                 op = ap + ("/Coll:" if t == 2 else "/P2p:") + r["func"]
                 sampled = api_sampled[r["parent"]]
                 op_path[r["h"]] = (op, ap, sampled)
+                op_first[r["h"]] = api_first[r["parent"]]
                 bad.discard(r["h"])
                 if sampled:
                     ctx = r.get("ctx")
@@ -141,6 +153,8 @@ def main():
                     published = False
                 else:
                     if want and deferred:
+                        if not next_kc:
+                            next_first = False
                         next_kc, deferred = True, False
                     published = next_kc
         elif cb == "stop" and r["h"] in kc_parent:
@@ -157,8 +171,10 @@ def main():
     for p in got:
         got[p] = {h for h in got[p] if h not in bad}
     got = {p: v for p, v in got.items() if v}
+    first = {p: sum(1 for h in v if op_first.get(h)) for p, v in got.items()}
     print(json.dumps({"sampled_calls": sampled_calls,
-                      "paths": {p: len(v) for p, v in sorted(got.items())}}, sort_keys=True))
+                      "paths": {p: len(v) for p, v in sorted(got.items())},
+                      "first": {p: c for p, c in sorted(first.items()) if c}}, sort_keys=True))
 
 
 if __name__ == "__main__":

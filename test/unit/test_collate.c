@@ -96,6 +96,59 @@ int main(void) {
        "imbalance negative when the minimum is the larger deviation");
     cp_summary_free(&s2); cp_run_free(&r2run);
   }
+  /* GPU estimate (collate/reduce.h): first-call samples count once, the
+   * periodic samples' mean stands for the other calls; sums cross the
+   * packed merge.  Per rank: calls, samples, first samples, gpu_ns, first ns. */
+  {
+    struct { uint64_t calls, s, sf, g, f; } gv[3] = {
+      {100, 7, 1, 9000000 + 6 * 1000, 9000000},   /* a 9 ms first call, six of 1 us */
+      {100, 6, 1, 4000000 + 5 * 1200, 4000000},
+      {100, 6, 0, 6 * 800, 0}};
+    spec g0[] = {{"G", 3, 100, 1000}}, g1[] = {{"G", 3, 100, 1000}}, g2[] = {{"G", 3, 100, 1000}};
+    const spec *gs[3] = {g0, g1, g2};
+    /* cases: 0 as above; 1 every call sampled (exact); 2 only first-call
+     * samples; 3 files without first-call fields; 4 a rank's first-call
+     * part larger than its total: that rank's first-call part is ignored */
+    for (int cs = 0; cs < 5; cs++) {
+      cp_run gr = {0};
+      gr.nranks = 3; gr.ranks = calloc(3, sizeof *gr.ranks);
+      uint64_t C = 0, S = 0, SF = 0, G = 0, F = 0;
+      for (int i = 0; i < 3; i++) {
+        mk_rank(&gr.ranks[i], i, gs[i], 1);
+        cp_path_rec *p = &gr.ranks[i].paths[0];
+        p->calls = gv[i].calls; p->gpu_samples = gv[i].s; p->gpu_first_samples = gv[i].sf;
+        p->gpu_ns = gv[i].g; p->gpu_first_ns = gv[i].f;
+        if (cs == 1) p->gpu_samples = p->calls;
+        if (cs == 2) { p->gpu_first_samples = p->gpu_samples = 2; p->gpu_first_ns = p->gpu_ns; }
+        if (cs == 3) p->gpu_first_samples = p->gpu_first_ns = 0;
+        if (cs == 4 && i == 0) p->gpu_first_ns = p->gpu_ns + 1;
+        C += p->calls; S += p->gpu_samples; G += p->gpu_ns;
+        if (!(cs == 4 && i == 0)) { SF += p->gpu_first_samples; F += p->gpu_first_ns; }   /* dropped */
+      }
+      cp_summary gsum;
+      cp_collate_run(&gr, 64, &gsum);
+      cp_gderived d;
+      cp_gpath_derive(&gsum, &gsum.paths[0], &d);
+      const cp_pstat *st = &gsum.paths[0].s;
+      char name[160];
+      snprintf(name, sizeof name, "GPU case %d: first-call numbers summed over ranks", cs);
+      ok(st->gpu_first_samples == SF && st->gpu_first_ns == F && st->gpu_samples == S && st->gpu_ns == G, name);
+      double want, per;
+      if (cs == 1) { want = (double)G; per = (double)(G - F) / (double)(S - SF); }
+      else if (cs == 2) { per = (double)G / (double)S; want = per * (double)C; }
+      else { per = (double)(G - F) / (double)(S - SF); want = (double)F + per * (double)(C - SF); }
+      snprintf(name, sizeof name, "GPU case %d: estimate %.0f ns (want %.0f), per call %.1f (want %.1f), %s",
+               cs, d.gpu_est_ns, want, d.gpu_call_ns, per, d.gpu_exact ? "exact" : "estimate");
+      ok(d.gpu_est_ns == want && d.gpu_call_ns == per && d.gpu_exact == (cs == 1), name);
+      if (cs == 0) {
+        double plain = (double)G / (double)S * (double)C;   /* what mean x calls would say */
+        snprintf(name, sizeof name, "GPU case 0: the two first calls count once (%.0f ns), not ~%.0fx (%.0f ns)",
+                 want, plain / want, plain);
+        ok(plain > 5 * want, name);
+      }
+      cp_summary_free(&gsum); cp_run_free(&gr);
+    }
+  }
   int ids_ok = 1;
   for (size_t i = 0; i < run.nranks; i++)
     for (size_t j = 0; j < run.ranks[i].npaths; j++) {

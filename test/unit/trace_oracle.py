@@ -40,7 +40,7 @@ RANK_KEYS = ["recordType", "rank", "worldSize", "pid", "host", "startWall", "sta
              "perEventCostNs", "command", "comms"]
 PATH_KEYS = ["recordType", "id", "local", "hash", "path", "leafType", "leafFunc", "calls",
              "total_ns", "self_ns", "min_ns", "max_ns", "bytes", "states", "gpu_ns",
-             "gpu_samples", "unterminated"]
+             "gpu_samples", "gpu_first_ns", "gpu_first_samples", "unterminated"]
 COMM_KEYS = ["commId", "commName", "nranks", "nNodes", "rank", "gpuUuid", "events", "gpuOffsetNs"]
 
 problems = []
