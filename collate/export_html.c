@@ -294,7 +294,7 @@ static void cp_run_summary(FILE *f, const cp_summary *s) {
   cp_row_u(f, "trace records dropped", a->trace_dropped, "trace_dropped", 0);
   cp_row_u(f, "GPU-sampled API calls", a->gpu_sampled_calls, "gpu_sampled_calls", 0);
   cp_row_u(f, "GPU samples dropped", a->gpu_samples_dropped, "gpu_samples_dropped", 0);
-  cp_row_u(f, "GPU samples deferred", a->gpu_samples_deferred, "gpu_samples_deferred", 0);
+  cp_row_u(f, "GPU samples skipped", a->gpu_samples_deferred, "gpu_samples_deferred", 0);
   cp_frozen_rows(f, s);
   snprintf(v, sizeof v, "%zu", s->ncollisions);
   cp_row(f, "hash collisions", v, "hashCollisions", v);

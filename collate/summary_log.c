@@ -207,7 +207,7 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   fprintf(f, "  GPU-sampled API calls:        %" PRIu64 "\n", s->agg.gpu_sampled_calls);
   fprintf(f, "  GPU samples dropped:          %" PRIu64 " (KernelCh spans NCCL may have overwritten)\n",
           s->agg.gpu_samples_dropped);
-  fprintf(f, "  GPU samples deferred:         %" PRIu64 " (an earlier sample's KernelCh was still due)\n",
+  fprintf(f, "  GPU samples skipped:          %" PRIu64 " (an earlier sample's KernelCh was still due)\n",
           s->agg.gpu_samples_deferred);
   for (size_t i = 0; i < s->nfrozen; i++) frozen_line(f, &s->frozen[i]);
   fprintf(f, "  Global paths:                 %zu\n", s->npaths);

@@ -92,7 +92,7 @@ typedef struct collprof_snapshot {
   uint64_t gpu_samples_dropped;    /* KernelCh GPU spans discarded as untrustworthy:
                                       NCCL's per-channel timestamp slot may have
                                       been rewritten before its proxy read it */
-  uint64_t gpu_samples_deferred;   /* sampled calls postponed because an earlier
+  uint64_t gpu_samples_deferred;   /* samples skipped (the name is older) because an earlier
                                       sample's KernelCh events were still due */
   char mask_frozen[96];            /* why the mask stopped changing, "" if it did not
                                       (e.g. "CUDA graph capture seen, KernelCh off") */

@@ -11,7 +11,7 @@
  * rest (mask_control.c), and NCCL itself slows down.  The user can only
  * fix that in the launch line.  The affinity is read once at the first
  * init (a system call, never on the event path); the advice is printed once,
- * only when it matters: at the first GPU sample deferred or dropped (a CPU
+ * only when it matters: at the first GPU sample skipped or dropped (a CPU
  * replay bound to one core has no proxy thread to starve).
  */
 #include <sched.h>
@@ -33,6 +33,6 @@ void cp_affinity_gpu_lag(void) {
   if (atomic_load_explicit(&g_said, memory_order_relaxed) || atomic_exchange(&g_said, 1)) return;
   cp_warn("this process may run on 1 CPU only (CPU affinity): NCCL's proxy thread and collprof's "
           "trace writer share it with the application, which slows NCCL and makes KernelCh "
-          "timestamps arrive late (GPU samples are then deferred or dropped); give each rank "
+          "timestamps arrive late (GPU samples are then skipped or dropped); give each rank "
           "several cores, e.g. mpirun --bind-to none or --map-by slot:PE=4");
 }

@@ -6,7 +6,7 @@
 
 /* Read the process's CPU affinity (first init only: a system call). */
 void cp_affinity_probe(void);
-/* A GPU sample was deferred or dropped: on a single CPU, say once why and
+/* A GPU sample was skipped or dropped: on a single CPU, say once why and
  * what to change (one "collprof:" line); otherwise nothing. */
 void cp_affinity_gpu_lag(void);
 

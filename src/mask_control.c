@@ -29,8 +29,7 @@
  *     wait for peers that have not arrived yet (milliseconds to seconds on
  *     H200, against microseconds later).  Such a sample is marked
  *     (cp_mask_sample_first) and counted once in the path's GPU estimate
- *     instead of standing for N calls (collate/reduce.c).  A deferred
- *     sample that lands on a call that was not itself chosen is periodic.
+ *     instead of standing for N calls (collate/reduce.c).
  *   S(k+1) is decided in the hook of call k, because NCCL reads the mask
  *   before the call's first callback (ABI doc: a change reaches the next
  *   API call).  Sampled calls are counted from the caller's `sampled` flag.
@@ -38,8 +37,14 @@
  *   the mask next; the rate stays 1/N overall.
  *   - One sample in flight: a sampled call is published (KernelCh on) only
  *     once every KernelCh event of the previous sampled calls has stopped;
- *     until then it is deferred (counted once) and goes to the first call
- *     after.  Why: the kernel writes each channel's start and stop
+ *     until then a wanted sample is skipped (counted: gpuSamplesDeferred),
+ *     and the next decision is the rule's as usual.  Skipped, not carried
+ *     to the first call after: that call is the first one after the host
+ *     waited for the GPU (the end of a timed loop, a phase, a barrier), and
+ *     on H200 such calls carried the other ranks' late arrival (a 256 KiB
+ *     all-reduce sample of 4 ms against 13 us), so carried samples
+ *     gathered on exactly the calls least like the rest.  Why one in
+ *     flight: the kernel writes each channel's start and stop
  *     timestamps into one of 64 slots (by the channel's work counter, which
  *     counts every work item) and NCCL's proxy thread reads them late, often
  *     milliseconds late and in bursts (seen on H200: up to 250 ms behind with
@@ -111,7 +116,7 @@ static atomic_uint_fast64_t g_forced_total;
 static atomic_long g_kc_due;
 static atomic_uint g_kc_epoch = 1;
 static _Atomic uint64_t g_kc_progress;  /* KernelCh stops seen (any epoch) */
-static atomic_int g_deferred;           /* a wanted sample waits for g_kc_due == 0 */
+static atomic_int g_deferred;           /* samples are being skipped (g_kc_due > 0) */
 static atomic_int g_gated;              /* published KernelCh off because of that */
 static _Atomic uint64_t g_deferred_total, g_gate_resets;
 static _Atomic uint64_t g_gate_since, g_gate_mark; /* outermost group stops (one thread, or frozen) */
@@ -380,19 +385,22 @@ HIDDEN void cp_mask_on_group_start(int tid) {
   if (first != tid) freeze("NCCL calls from a second thread", "while another thread is inside a group");
 }
 
-/* At the outermost group stop, before publishing: hold a wanted sample
- * back while an earlier one's KernelCh events are due (header), unless
- * none has stopped for GATE_STALL_NS (a lost expectation: start afresh). */
+/* At the outermost group stop, before publishing: skip a wanted sample
+ * while an earlier one's KernelCh events are due (header), unless none has
+ * stopped for GATE_STALL_NS (a lost expectation: start afresh). */
 static void gate(void) {
   if (g_n < 2 || atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
-  int want = atomic_load_explicit(&g_next_kc, memory_order_relaxed) ||
-             atomic_load_explicit(&g_deferred, memory_order_relaxed);
+  int want = atomic_load_explicit(&g_next_kc, memory_order_relaxed);
+  int due = atomic_load_explicit(&g_kc_due, memory_order_acquire) > 0;
   int hold = 0;
-  if (want && atomic_load_explicit(&g_kc_due, memory_order_acquire) > 0) {
+  /* g_deferred: an episode of skipping, from the first skipped sample until
+   * nothing is due; the stall clock runs from its start or from the last
+   * KernelCh stop seen in it, whatever calls go by unsampled meanwhile */
+  if (want && due) {
     uint64_t now = cp_clock_now(), done = atomic_load_explicit(&g_kc_progress, memory_order_relaxed);
-    if (!atomic_load_explicit(&g_gated, memory_order_relaxed) ||
+    if (!atomic_load_explicit(&g_deferred, memory_order_relaxed) ||
         done != atomic_load_explicit(&g_gate_mark, memory_order_relaxed)) {
-      atomic_store_explicit(&g_gate_since, now, memory_order_relaxed);   /* gating starts, or */
+      atomic_store_explicit(&g_gate_since, now, memory_order_relaxed);   /* skipping starts, or */
       atomic_store_explicit(&g_gate_mark, done, memory_order_relaxed);   /* KernelCh still come */
       hold = 1;
     } else if (now - atomic_load_explicit(&g_gate_since, memory_order_relaxed) < GATE_STALL_NS) {
@@ -401,18 +409,14 @@ static void gate(void) {
       atomic_fetch_add_explicit(&g_kc_epoch, 1, memory_order_relaxed);   /* late stops no longer count */
       atomic_store_explicit(&g_kc_due, 0, memory_order_release);
       atomic_fetch_add_explicit(&g_gate_resets, 1, memory_order_relaxed);
+      due = 0;
     }
   }
   if (hold) {
-    if (!atomic_exchange_explicit(&g_deferred, 1, memory_order_relaxed)) {
-      atomic_fetch_add_explicit(&g_deferred_total, 1, memory_order_relaxed);
-      cp_affinity_gpu_lag();
-    }
-  } else if (want && atomic_load_explicit(&g_deferred, memory_order_relaxed)) {
-    if (!atomic_load_explicit(&g_next_kc, memory_order_relaxed))   /* not chosen itself: periodic */
-      atomic_store_explicit(&g_next_first, 0, memory_order_relaxed);
-    atomic_store_explicit(&g_next_kc, 1, memory_order_relaxed);   /* the deferred sample: next call */
-    atomic_store_explicit(&g_deferred, 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_deferred_total, 1, memory_order_relaxed);   /* one skipped */
+    if (!atomic_exchange_explicit(&g_deferred, 1, memory_order_relaxed)) cp_affinity_gpu_lag();
+  } else if (!due && atomic_load_explicit(&g_deferred, memory_order_relaxed)) {
+    atomic_store_explicit(&g_deferred, 0, memory_order_relaxed);   /* the episode is over */
   }
   if (atomic_load_explicit(&g_gated, memory_order_relaxed) != hold)
     atomic_store_explicit(&g_gated, hold, memory_order_relaxed);

@@ -70,7 +70,7 @@ void cp_mask_kc_done(uint32_t epoch);
  * With one sample in flight the lost event is that sample's: pay it back
  * now instead of holding sampling back for 100 ms. */
 void cp_mask_kc_lost(void);
-/* Sampled calls postponed while an earlier sample's KernelCh were due, and
+/* Samples skipped while an earlier sample's KernelCh were due, and
  * expectations dropped after 100 ms without a KernelCh stop. */
 uint64_t cp_mask_samples_deferred(void);
 uint64_t cp_mask_gate_resets(void);

@@ -4,9 +4,10 @@
 # emulates NCCL's live mask per API call) with the default mask and
 # COLLPROF_GPU_SAMPLE=N; the number of sampled API calls (rank record
 # gpuSampledCalls), the calls per Coll/P2p path that got KernelCh
-# (gpu_samples) and those of them that were first-call samples
-# (gpu_first_samples) must be what gpu_sampling_oracle.py computes from the
-# rule.
+# (gpu_samples), those of them that were first-call samples
+# (gpu_first_samples) and the samples skipped while KernelCh were due
+# (gpuSamplesDeferred) must be what gpu_sampling_oracle.py computes from
+# the rule.
 . "$(dirname "$0")/tap.sh"
 REPLAY=$BIN/collprof-replay
 PLUGIN=$LIB/libcollprof.so
@@ -18,7 +19,7 @@ command -v python3 >/dev/null || skip_all "no python3"
 plugin_view() {
   python3 - "$1" <<'EOF'
 import glob, json, os, sys
-paths, first, sc = {}, {}, None
+paths, first, sc, sk = {}, {}, None, None
 for f in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
     last = {}
     for line in open(f):
@@ -27,12 +28,13 @@ for f in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
             last[r["local"]] = r
         elif r.get("recordType") == "rank":
             sc = r.get("gpuSampledCalls")
+            sk = r.get("gpuSamplesDeferred")
     for p in last.values():
         if p["leafType"] in ("ncclProfileColl", "ncclProfileP2p") and p.get("gpu_samples", 0) > 0:
             paths[p["path"]] = p["gpu_samples"]
             if p.get("gpu_first_samples", 0) > 0:
                 first[p["path"]] = p["gpu_first_samples"]
-print(json.dumps({"sampled_calls": sc, "paths": dict(sorted(paths.items())),
+print(json.dumps({"sampled_calls": sc, "skipped": sk, "paths": dict(sorted(paths.items())),
                   "first": dict(sorted(first.items()))}, sort_keys=True))
 EOF
 }
@@ -67,7 +69,7 @@ for sc in ar_nvlink sendrecv ar_grouped mixed; do
     w1=$(python3 "$TOP/test/gpu_sampling_oracle.py" "$cap" "$n" start)
     w2=$(python3 "$TOP/test/gpu_sampling_oracle.py" "$cap" "$n" stop)
     if [ "$got" == "$w2" ] && [ "$w1" != "$w2" ]; then want=$w2; else want=$w1; fi
-    is "$got" "$want" "$sc, COLLPROF_GPU_SAMPLE=$n: sampled calls, paths with samples, first-call samples"
+    is "$got" "$want" "$sc, COLLPROF_GPU_SAMPLE=$n: sampled calls, skipped, paths with samples, first-call samples"
   done
 done
 done_testing

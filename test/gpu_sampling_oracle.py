@@ -19,17 +19,17 @@ third argument "stop", at its stop).
 The decision reaches NCCL only at the stop of the outermost GroupApi, and
 for N >= 2 only one sample is in flight: a Coll/P2p of a sampled call makes
 nChannels KernelCh events due; each KernelCh that starts while its parent
-still has some of them due pays one back at its stop; while any are due, a
-call that should be sampled is deferred, and the first outermost group stop
-with none due turns KernelCh on for the next call instead (a periodic
-sample, unless that call was itself chosen).  Call 0 and forced calls are
+still has some of them due pays one back at its stop; an outermost group
+stop that would turn KernelCh on while any are due leaves it off instead:
+that sample is skipped (counted), not carried to a later call.  Call 0 and
+forced calls are
 first-call samples; a group's sampled calls are first-call ones when the
 decision its mask came from was.  A Coll/P2p's
 sample does not count (nor mark its path) once 32 or more Coll/P2p of
 KernelCh-on calls started on the communicator after it, by the stop of one
 of its KernelCh (NCCL's 64 timestamp slots may have been reused).
 
-Prints JSON: {"sampled_calls": .., "paths": {coll/p2p path: calls that got
+Prints JSON: {"sampled_calls": .., "skipped": .., "paths": {coll/p2p path: calls that got
 KernelCh}, "first": {coll/p2p path: those of them that are first-call
 samples}}.
 """
@@ -63,7 +63,7 @@ def main():
     next_first = n >= 2       # ...and it is a first-call sample
     group_first = False
     published = n >= 1        # KernelCh bit of the mask NCCL reads next
-    deferred = False
+    skipped = 0               # samples skipped while KernelCh were due
     group_kc = False
     open_groups = 0
     group_handles = set()
@@ -147,15 +147,10 @@ def main():
             group_handles.discard(r["h"])
             open_groups -= 1
             if open_groups == 0 and n >= 2:
-                want = next_kc or deferred
-                if want and due > 0:
-                    deferred = True
+                if next_kc and due > 0:
+                    skipped += 1
                     published = False
                 else:
-                    if want and deferred:
-                        if not next_kc:
-                            next_first = False
-                        next_kc, deferred = True, False
                     published = next_kc
         elif cb == "stop" and r["h"] in kc_parent:
             h = r["h"]
@@ -172,7 +167,7 @@ def main():
         got[p] = {h for h in got[p] if h not in bad}
     got = {p: v for p, v in got.items() if v}
     first = {p: sum(1 for h in v if op_first.get(h)) for p, v in got.items()}
-    print(json.dumps({"sampled_calls": sampled_calls,
+    print(json.dumps({"sampled_calls": sampled_calls, "skipped": skipped,
                       "paths": {p: len(v) for p, v in sorted(got.items())},
                       "first": {p: c for p, c in sorted(first.items()) if c}}, sort_keys=True))
 

@@ -13,7 +13,7 @@
 #     communicators per process (ar4_threads), forced hash collisions
 #   - Fortran (use mpi, use mpi_f08), MPI_Init_thread's provided
 #   - a run without MPI_Finalize, collated offline; offline = online
-#   - run counters (GPU samples taken, dropped, deferred, ...) = sums of the
+#   - run counters (GPU samples taken, dropped, skipped, ...) = sums of the
 #     rank records; frozen event masks (CUDA graph capture, second thread)
 #     listed per reason with exactly the ranks whose rank record says so,
 #     online and offline; a run without capture lists none

@@ -251,7 +251,7 @@ COUNTERS = {"eventsRecorded": "events_recorded", "eventsPxn": "events_pxn",
 LOG_COUNTERS = {"Events recorded": "events_recorded", "Bad calls": "bad_calls",
                 "GPU-sampled API calls": "gpu_sampled_calls",
                 "GPU samples dropped": "gpu_samples_dropped",
-                "GPU samples deferred": "gpu_samples_deferred"}
+                "GPU samples skipped": "gpu_samples_deferred"}
 
 
 def ranges_text(ranks):

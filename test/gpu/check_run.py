@@ -81,7 +81,7 @@ def rank_counters(wr, rk):
     calls, drop = rk.get("gpuSampledCalls"), rk.get("gpuSamplesDropped")
     every = rk.get("gpuSample")
     what = ("rank %s: GPU samples dropped %s of %s sampled calls (%s) <= %d%% "
-            "(gpuSample %s; deferred %s, gate resets %s)" %
+            "(gpuSample %s; skipped %s, gate resets %s)" %
             (wr, drop, calls,
              "%.2f%%" % (100.0 * drop / calls) if is_count(drop) and is_count(calls) and calls
              else "n/a", 100 * MAX_DROP, every, rk.get("gpuSamplesDeferred"),

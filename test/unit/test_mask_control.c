@@ -446,18 +446,23 @@ static void sc_window_close(void) {
 }
 
 /* One sample in flight: while a sampled call's KernelCh events are due, a
- * wanted sample waits (counted once) and goes to the first call after the
- * last of them stops; an expectation nobody pays back is dropped after
- * 100 ms, and a late payment of the old epoch no longer counts. */
+ * wanted sample is skipped (each counted) and not carried to a later call:
+ * after the last of them stops, KernelCh comes back exactly where the
+ * periodic rule says; an expectation nobody pays back is dropped after
+ * 100 ms, and a late payment of the old epoch no longer counts.  The
+ * test numbers the calls itself (k) and asks its own copy of the rule. */
+static uint64_t g_k;
 static int one_call(uint32_t path) {
   int s = (MASK() & KC) != 0;          /* NCCL reads the mask */
   cp_mask_on_group_start(1);
   cp_mask_on_api_call(path, s);
   cp_mask_on_group_stop();
+  g_k++;
   return s;
 }
 static void sc_in_flight(void) {
-  config(DEFAULT_MASK, 2, "");
+  const int n = 2;
+  config(DEFAULT_MASK, n, "");
   g_seen[1] = 1;                       /* no forcing: the periodic rule alone */
   cp_mask_attach(&g_mask);
   check((MASK() & KC) != 0, "in flight: the first call is sampled");
@@ -465,23 +470,49 @@ static void sc_in_flight(void) {
   cp_mask_on_api_call(1, 1);
   uint32_t ep = cp_mask_kc_expect(2);  /* its Coll: 2 channels */
   cp_mask_on_group_stop();
+  g_k = 1;
   check(ep != 0, "in flight: expect returns an epoch (%u)", ep);
   int any = 0;
-  for (int k = 0; k < 20; k++) any |= one_call(1);
+  uint64_t wanted = 0;
+  for (int k = 0; k < 20; k++) {
+    wanted += o_periodic(g_k + 1, n);  /* decided in this call, skipped at its stop */
+    any |= one_call(1);
+  }
   check(!any, "in flight: 20 calls while 2 KernelCh are due, none sampled");
-  check(cp_mask_samples_deferred() == 1, "in flight: one deferred sample counted (%llu)",
-        (unsigned long long)cp_mask_samples_deferred());
+  check(wanted > 0 && cp_mask_samples_deferred() == wanted,
+        "in flight: every wanted sample skipped and counted (%llu, rule %llu)",
+        (unsigned long long)cp_mask_samples_deferred(), (unsigned long long)wanted);
   cp_mask_kc_done(ep);
+  wanted += o_periodic(g_k + 1, n);
   check(!one_call(1) && !(MASK() & KC), "in flight: one of 2 stopped, still nothing sampled");
   cp_mask_kc_done(ep);
-  int s = one_call(1);
-  check(!s && (MASK() & KC), "in flight: after the last stop the next group stop turns KernelCh on");
-  s = (MASK() & KC) != 0;
-  cp_mask_on_group_start(1);
-  cp_mask_on_api_call(1, s);
-  uint32_t ep2 = cp_mask_kc_expect(1); /* its Coll, never paid back */
-  cp_mask_on_group_stop();
-  check(s, "in flight: ...so the deferred sample is the next call");
+  /* gate open: from here on the mask follows the rule, call by call; a
+   * carried sample would turn KernelCh on for a call the rule skips */
+  int follows = 1;
+  for (int k = 0; k < 12; k++) {
+    int want = o_periodic(g_k, n);     /* call g_k was decided in call g_k - 1 */
+    int s = (MASK() & KC) != 0;
+    if (s != want) follows = 0;
+    cp_mask_on_group_start(1);
+    cp_mask_on_api_call(1, s);
+    if (s) cp_mask_kc_done(cp_mask_kc_expect(1));   /* its KernelCh stops at once */
+    cp_mask_on_group_stop();
+    g_k++;
+  }
+  check(follows && cp_mask_samples_deferred() == wanted,
+        "in flight: after the last stop KernelCh follows the rule, nothing carried over (%llu skipped)",
+        (unsigned long long)cp_mask_samples_deferred());
+  /* a sampled call whose KernelCh never stops */
+  uint32_t ep2 = 0;
+  for (int k = 0; k < 4 * n && !ep2; k++) {
+    int s = (MASK() & KC) != 0;
+    cp_mask_on_group_start(1);
+    cp_mask_on_api_call(1, s);
+    if (s) ep2 = cp_mask_kc_expect(1);
+    cp_mask_on_group_stop();
+    g_k++;
+  }
+  check(ep2 != 0, "in flight: a sampled call within %d calls", 4 * n);
   double t0 = now_s();
   int before = 0, after = 0;
   while (now_s() - t0 < 0.3) {
@@ -496,7 +527,7 @@ static void sc_in_flight(void) {
   cp_mask_kc_done(ep2);                /* late, old epoch: ignored */
   uint32_t ep3 = 0;
   for (int k = 0; k < 100 && !ep3; k++) {
-    s = (MASK() & KC) != 0;
+    int s = (MASK() & KC) != 0;
     cp_mask_on_group_start(1);
     cp_mask_on_api_call(1, s);
     if (s) ep3 = cp_mask_kc_expect(1);
