@@ -72,4 +72,48 @@ for sc in ar_nvlink sendrecv ar_grouped mixed; do
     is "$got" "$want" "$sc, COLLPROF_GPU_SAMPLE=$n: sampled calls, skipped, paths with samples, first-call samples"
   done
 done
+# The summary of a sampled run: summary.json's estimate follows from its own
+# fields (first-call samples once, the others' mean for the other calls),
+# and summary.log's GPU time table shows the same paths and numbers.
+COLLATE=$BIN/collprof-collate
+for c in mixed.16 ar_nvlink.4; do
+  if [ ! -x "$COLLATE" ] || [ ! -d "$T/$c" ]; then skip "$c: no collprof-collate or no run"; continue; fi
+  "$COLLATE" -q "$T/$c" >"$T/collate.log" 2>&1
+  res=$(python3 - "$T/$c/summary.json" "$T/$c/summary.log" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+bad = []
+want = {}
+for p in s["paths"]:
+    if p["leafType"] not in ("ncclProfileColl", "ncclProfileP2p") or not p.get("gpu_samples"):
+        continue
+    S, Sf, G, F, C = p["gpu_samples"], p["gpu_first_samples"], p["gpu_ns"], p["gpu_first_ns"], p["calls"]
+    if S >= C:
+        est, per = G, (G - F) / (S - Sf) if S > Sf else G / S
+    elif S > Sf:
+        per = (G - F) / (S - Sf); est = F + per * (C - Sf)
+    else:
+        per = G / S; est = per * C
+    if abs(est - p["gpu_est_ns"]) > 1e-6 * max(1, est) or abs(per - p["gpu_call_ns"]) > 1e-6 * max(1, per):
+        bad.append("%s: est %s per %s, fields say %s %s" % (p["path"], p["gpu_est_ns"], p["gpu_call_ns"], est, per))
+    want[p["path"]] = (C, S, Sf, "~" if not p["gpu_exact"] else " ", "%.6f" % (est / 1e9), "%.3f" % (per / 1e3))
+rows, on = {}, False
+for line in open(sys.argv[2]):
+    if line.startswith("GPU time"):
+        on = True
+        continue
+    if on and not line.strip():
+        break
+    if on and "|" in line and not line.strip().startswith("Calls"):
+        f = [x.strip() for x in line.split("|")]
+        g = f[3]
+        rows[f[5]] = (int(f[0]), int(f[1]), int(f[2]), "~" if g.startswith("~") else " ", g.lstrip("~ "), f[4])
+if rows != want:
+    bad.append("summary.log GPU table %s != summary.json %s" % (rows, want))
+print("ok %d paths" % len(want) if not bad and want else "; ".join(bad) or "no sampled path")
+PY
+)
+  is "$res" "ok $(python3 -c 'import json,sys; print(sum(1 for p in json.load(open(sys.argv[1]))["paths"] if p["leafType"] in ("ncclProfileColl","ncclProfileP2p") and p.get("gpu_samples")))' "$T/$c/summary.json") paths" \
+    "$c: summary.json's GPU estimate follows from its fields; summary.log's GPU table agrees"
+done
 done_testing
