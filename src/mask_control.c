@@ -39,11 +39,10 @@
  *     once every KernelCh event of the previous sampled calls has stopped;
  *     until then a wanted sample is skipped (counted: gpuSamplesDeferred),
  *     and the next decision is the rule's as usual.  Skipped, not carried
- *     to the first call after: that call is the first one after the host
- *     waited for the GPU (the end of a timed loop, a phase, a barrier), and
- *     on H200 such calls carried the other ranks' late arrival (a 256 KiB
- *     all-reduce sample of 4 ms against 13 us), so carried samples
- *     gathered on exactly the calls least like the rest.  Why one in
+ *     to the first call after: which call that is depends on when the GPU
+ *     caught up, often the first call after the host waited for it (the
+ *     end of a timed loop, a phase, a barrier), so carried samples would
+ *     sit on calls chosen by timing rather than by the rule.  Why one in
  *     flight: the kernel writes each channel's start and stop
  *     timestamps into one of 64 slots (by the channel's work counter, which
  *     counts every work item) and NCCL's proxy thread reads them late, often
