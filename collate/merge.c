@@ -16,6 +16,14 @@ void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank) {
   if (p->gpu_first_samples <= p->gpu_samples && p->gpu_first_ns <= p->gpu_ns) {   /* else damaged: drop */
     s->gpu_first_ns = p->gpu_first_ns; s->gpu_first_samples = p->gpu_first_samples;
   }
+  /* The rank's size-class estimate; files from before it (or a damaged
+   * one): its first-call samples once, the collator's pooled mean for the
+   * other calls (reduce.c), as before size classes. */
+  if (p->has_est && p->gpu_est_calls <= p->calls && p->gpu_outliers <= p->gpu_samples) {
+    s->gpu_est_ns = p->gpu_est_ns; s->gpu_est_calls = p->gpu_est_calls; s->gpu_outliers = p->gpu_outliers;
+  } else {
+    s->gpu_est_ns = s->gpu_first_ns; s->gpu_est_calls = s->gpu_first_samples;
+  }
   s->ev_min_ns = p->calls ? p->min_ns : UINT64_MAX;
   s->ev_max_ns = p->calls ? p->max_ns : 0;
   s->nranks = 1;
@@ -29,6 +37,8 @@ void cp_pstat_combine(cp_pstat *into, const cp_pstat *from) {
   into->states += from->states; into->gpu_ns += from->gpu_ns;
   into->gpu_samples += from->gpu_samples; into->unterminated += from->unterminated;
   into->gpu_first_ns += from->gpu_first_ns; into->gpu_first_samples += from->gpu_first_samples;
+  into->gpu_est_ns += from->gpu_est_ns; into->gpu_est_calls += from->gpu_est_calls;
+  into->gpu_outliers += from->gpu_outliers;
   if (from->ev_min_ns < into->ev_min_ns) into->ev_min_ns = from->ev_min_ns;
   if (from->ev_max_ns > into->ev_max_ns) into->ev_max_ns = from->ev_max_ns;
   into->nranks += from->nranks;

@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define PSET_MAGIC 0x4350534554330000ull /* "CPSET3" */
+#define PSET_MAGIC 0x4350534554340000ull /* "CPSET4" */
 #define BIG ((size_t)64 << 10)            /* mmap from here; release in steps of this */
 
 /* ---- buffers ---- */
@@ -94,8 +94,9 @@ static inline uint32_t get32(rd *r) { uint32_t v = 0; const unsigned char *q = g
   X((s)->calls) X((s)->total_ns) X((s)->self_ns) X((s)->bytes) X((s)->states) X((s)->gpu_ns) \
   X((s)->gpu_samples) X((s)->unterminated) X((s)->ev_min_ns + 1) X((s)->ev_max_ns) X((s)->nranks) \
   X((s)->tmin_ns) X((uint64_t)((int64_t)(s)->tmin_rank + 1)) X((s)->tmax_ns) \
-  X((uint64_t)((int64_t)(s)->tmax_rank + 1)) X((s)->gpu_first_ns) X((s)->gpu_first_samples)
-#define PSTAT_MAX 170   /* 17 varints of at most 10 bytes */
+  X((uint64_t)((int64_t)(s)->tmax_rank + 1)) X((s)->gpu_first_ns) X((s)->gpu_first_samples) \
+  X((s)->gpu_est_ns) X((s)->gpu_est_calls) X((s)->gpu_outliers)
+#define PSTAT_MAX 200   /* 20 varints of at most 10 bytes */
 static size_t pstat_enc(unsigned char *b, const cp_pstat *s) {
   size_t n = 0;
 #define ENC(v) n += varenc(b + n, v);
@@ -110,6 +111,7 @@ static void pstat_dec(rd *r, cp_pstat *s) {
   s->tmin_ns = getvar(r); s->tmin_rank = (int32_t)((int64_t)getvar(r) - 1);
   s->tmax_ns = getvar(r); s->tmax_rank = (int32_t)((int64_t)getvar(r) - 1);
   s->gpu_first_ns = getvar(r); s->gpu_first_samples = getvar(r);
+  s->gpu_est_ns = getvar(r); s->gpu_est_calls = getvar(r); s->gpu_outliers = getvar(r);
 }
 
 /* one record; returns its size (written when w) */
@@ -286,6 +288,8 @@ static void pstat_add_same_rank(cp_pstat *into, const cp_pstat *from) {
   into->states += from->states; into->gpu_ns += from->gpu_ns;
   into->gpu_samples += from->gpu_samples; into->unterminated += from->unterminated;
   into->gpu_first_ns += from->gpu_first_ns; into->gpu_first_samples += from->gpu_first_samples;
+  into->gpu_est_ns += from->gpu_est_ns; into->gpu_est_calls += from->gpu_est_calls;
+  into->gpu_outliers += from->gpu_outliers;
   if (from->ev_min_ns < into->ev_min_ns) into->ev_min_ns = from->ev_min_ns;
   if (from->ev_max_ns > into->ev_max_ns) into->ev_max_ns = from->ev_max_ns;
   into->tmin_ns = into->tmax_ns = into->total_ns;

@@ -74,6 +74,9 @@ static void read_path(json_t *o, cp_path_rec *p) {
   p->gpu_samples = u64(o, "gpu_samples"); p->unterminated = u64(o, "unterminated");
   p->gpu_first_ns = u64(o, "gpu_first_ns");   /* files from before: absent, 0 */
   p->gpu_first_samples = u64(o, "gpu_first_samples");
+  p->has_est = json_object_get(o, "gpu_est_calls") != NULL;   /* written with samples only */
+  p->gpu_est_ns = u64(o, "gpu_est_ns"); p->gpu_est_calls = u64(o, "gpu_est_calls");
+  p->gpu_outliers = u64(o, "gpu_outliers");
 }
 
 static void read_rank(json_t *o, cp_rank_data *r) {

@@ -63,22 +63,19 @@ void cp_summary_finish(cp_summary *s) {
   }
 }
 
-/* Coll/P2p GPU time from samples (reduce.h): first-call samples once, the
- * periodic ones' mean for the other calls.  Files from before first-call
- * samples were kept have none: the plain mean. */
+/* Coll/P2p GPU time from samples (reduce.h): the ranks' size-class
+ * estimates, and for the calls they do not cover the mean of every rank's
+ * periodic samples. */
 static void gpu_estimate(const cp_pstat *st, cp_gderived *d) {
-  const double g = (double)st->gpu_ns, n = (double)st->gpu_samples;
+  const double g = (double)st->gpu_ns;
   uint64_t sf = st->gpu_first_samples, f = st->gpu_first_ns;
   if (sf > st->gpu_samples || f > st->gpu_ns) sf = 0, f = 0;   /* damaged (merge.c drops a rank's) */
   d->gpu_exact = st->gpu_samples >= st->calls;
-  if (sf < st->gpu_samples) {
-    d->gpu_call_ns = (g - (double)f) / (double)(st->gpu_samples - sf);
-    d->gpu_est_ns = d->gpu_exact || st->calls < sf ? g
-                                  : (double)f + d->gpu_call_ns * (double)(st->calls - sf);
-  } else {
-    d->gpu_call_ns = g / n;
-    d->gpu_est_ns = d->gpu_exact ? g : d->gpu_call_ns * (double)st->calls;
-  }
+  double pooled = sf < st->gpu_samples ? (g - (double)f) / (double)(st->gpu_samples - sf)
+                                       : g / (double)st->gpu_samples;
+  uint64_t covered = st->gpu_est_calls < st->calls ? st->gpu_est_calls : st->calls;
+  d->gpu_est_ns = d->gpu_exact ? g : (double)st->gpu_est_ns + pooled * (double)(st->calls - covered);
+  d->gpu_call_ns = st->calls ? d->gpu_est_ns / (double)st->calls : pooled;
 }
 
 void cp_gpath_derive(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {

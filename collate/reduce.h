@@ -13,20 +13,18 @@
  *                   the rank holding that extreme
  *   self_pct      = self_ns / sum of self_ns of all paths
  *   gpu_est_ns    = KernelCh: gpu_ns (exact); Coll/P2p: gpu_ns when every
- *                   call was sampled (exact), else a stratified estimate:
- *                   first-call samples (gpu_first_*: a thread's, a path's
- *                   or a window's first sampled call, chosen by rule, not at
- *                   random) count once as they are, and the periodic
- *                   samples' mean stands for every other call:
- *                     F + (G - F) / (S - Sf) x (calls - Sf)
- *                   (G, S: gpu_ns, gpu_samples; F, Sf: their first-call
- *                   part).  Plain mean x calls let one first call (NCCL's
- *                   connection set-up, a peer still starting: up to seconds
- *                   on H200 against microseconds later) stand for N calls:
- *                   4-9x the exact total on the bundled captures at N = 16.
- *                   Only first-call samples: G / S x calls.
- *   gpu_call_ns   = the per-call GPU time behind it: (G - F) / (S - Sf),
- *                   or G / S when every sample is a first-call one
+ *                   call was sampled (exact), else E + m x (calls - C):
+ *                   E, C = gpu_est_ns, gpu_est_calls summed over ranks, each
+ *                   rank's estimate per message-size class of the calls it
+ *                   covers (src/gpu_estimate.h: first-call samples and
+ *                   outliers once, each class's periodic mean for its other
+ *                   calls); m = the mean of every rank's periodic samples,
+ *                   (G - F) / (S - Sf) (G, S: gpu_ns, gpu_samples; F, Sf:
+ *                   their first-call part), or G / S when all are first-call
+ *                   ones, for the calls no rank's classes cover (a rank
+ *                   without a periodic sample of the path; files from before
+ *                   size classes: C = Sf, E = F, so F + m x (calls - Sf))
+ *   gpu_call_ns   = gpu_est_ns / calls: the GPU time per call behind it
  *   algbw/busbw   = Coll/P2p: S / t, x factor, nccl-tests' S and factors
  *                   (ABI doc), t = gpu_call_ns when there are samples, else
  *                   mean host time per call; n = the size of

@@ -41,6 +41,8 @@ typedef struct cp_path_rec {
   uint64_t gpu_ns;         /* KernelCh: GPU time; Coll/P2p: sum of sampled spans */
   uint64_t gpu_samples;    /* events that contributed to gpu_ns */
   uint64_t gpu_first_ns, gpu_first_samples;   /* of them, first-call samples (collprof.h) */
+  uint64_t gpu_est_ns, gpu_est_calls, gpu_outliers;   /* the rank's size-class estimate (collprof.h) */
+  int has_est;             /* gpu_est_* present (files from before: absent) */
   uint64_t unterminated;
 } cp_path_rec;
 
@@ -96,6 +98,8 @@ void cp_run_free(cp_run *run);
 typedef struct cp_pstat {
   uint64_t calls, total_ns, self_ns, bytes, states, gpu_ns, gpu_samples,
            gpu_first_ns, gpu_first_samples,
+           gpu_est_ns, gpu_est_calls,    /* ranks' size-class estimates (merge.c) */
+           gpu_outliers,
            unterminated;                 /* sums over ranks */
   uint64_t ev_min_ns, ev_max_ns;         /* per event, over ranks with calls
                                             (UINT64_MAX / 0 when no calls) */

@@ -59,6 +59,8 @@ int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_ra
     d->min_ns = p->min_ns; d->max_ns = p->max_ns; d->bytes = p->bytes; d->states = p->states;
     d->gpu_ns = p->gpu_ns; d->gpu_samples = p->gpu_samples; d->unterminated = p->unterminated;
     d->gpu_first_ns = p->gpu_first_ns; d->gpu_first_samples = p->gpu_first_samples;
+    d->has_est = 1;
+    d->gpu_est_ns = p->gpu_est_ns; d->gpu_est_calls = p->gpu_est_calls; d->gpu_outliers = p->gpu_outliers;
   }
   return 0;
 }

@@ -128,6 +128,8 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
                  ",\"gpu_first_samples\":%" PRIu64 ",\"gpu_est_ns\":",
               st->gpu_ns, st->gpu_samples, st->gpu_first_ns, st->gpu_first_samples);
       num(f, d.gpu_est_ns);
+      fprintf(f, ",\"gpu_class_ns\":%" PRIu64 ",\"gpu_class_calls\":%" PRIu64 ",\"gpu_outliers\":%" PRIu64,
+              st->gpu_est_ns, st->gpu_est_calls, st->gpu_outliers);
       fprintf(f, ",\"gpu_call_ns\":"); num(f, d.gpu_call_ns);
       fprintf(f, ",\"gpu_exact\":%s", d.gpu_exact ? "true" : "false");
     }

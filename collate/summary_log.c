@@ -93,15 +93,16 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
   }
   if (n) {
     qsort(rows, n, sizeof *rows, gpu_cmp);
-    fprintf(f, "GPU time (Coll/P2p, from KernelCh samples: ~ estimated; first-call samples counted once)\n");
-    int lw = fprintf(f, "%12s | %9s | %7s | %13s | %13s | %-*s | %s\n", "Calls", "Samples", "First",
-                     "GPU[s]", "GPU/call[us]", pw, "Path", "ID");
+    fprintf(f, "GPU time (Coll/P2p, from KernelCh samples; ~ estimated per message-size class,"
+               " first-call samples and outliers counted once)\n");
+    int lw = fprintf(f, "%12s | %9s | %7s | %8s | %13s | %13s | %-*s | %s\n", "Calls", "Samples", "First",
+                     "Outliers", "GPU[s]", "GPU/call[us]", pw, "Path", "ID");
     rule(f, lw - 1);
     for (size_t k = 0; k < n; k++) {
       const cp_gpath *p = &s->paths[rows[k].i];
       cp_gderived d; cp_gpath_derive(s, p, &d);
-      fprintf(f, "%12" PRIu64 " | %9" PRIu64 " | %7" PRIu64 " | %s%12.6f | %13.3f | %-*s | %" PRId64 "\n",
-              p->s.calls, p->s.gpu_samples, p->s.gpu_first_samples, d.gpu_exact ? " " : "~",
+      fprintf(f, "%12" PRIu64 " | %9" PRIu64 " | %7" PRIu64 " | %8" PRIu64 " | %s%12.6f | %13.3f | %-*s | %" PRId64 "\n",
+              p->s.calls, p->s.gpu_samples, p->s.gpu_first_samples, p->s.gpu_outliers, d.gpu_exact ? " " : "~",
               d.gpu_est_ns / 1e9, d.gpu_call_ns / 1e3, pw, p->path, p->id);
     }
     fputc('\n', f);

@@ -48,6 +48,17 @@ typedef struct collprof_path_stat {
                              call: connection set-up, waiting for late peers),
                              counted once in the estimate, not extrapolated */
   uint64_t gpu_first_samples; /* the samples in gpu_first_ns */
+  uint64_t gpu_est_ns;    /* Coll/P2p: this process's estimate of the GPU time
+                             of gpu_est_calls of its calls, per message-size
+                             class (src/gpu_estimate.h); sums across ranks */
+  uint64_t gpu_est_calls; /* calls covered by gpu_est_ns: all of them once the
+                             path has a periodic sample, else its first-call
+                             samples only */
+  uint64_t gpu_outliers;  /* periodic samples counted once as outliers */
+  void *gpu_classes;      /* Coll/P2p with samples: the calls and samples per
+                             size class behind gpu_est_ns (src/gpu_estimate.h,
+                             written as the path record's gpuSizes); NULL
+                             otherwise; freed by collprof_snapshot_free */
   uint64_t unterminated;  /* started, never stopped (counted at snapshot) */
 } collprof_path_stat;
 

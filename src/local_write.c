@@ -15,6 +15,7 @@
 #include "collprof.h"
 #include "capture.h"
 #include "config.h"
+#include "gpu_estimate.h"
 #include "json_escape.h"
 #include "mask_control.h"
 #include "meta.h"
@@ -90,6 +91,23 @@ static void sb_us3(sbuf *b, uint64_t ns) {
 
 /* ---- the tail ---- */
 
+/* "gpuSizes": per size class with calls or samples, [smallest bytes,
+ * calls, samples, first-call samples, GPU ns, first-call ns, longest
+ * periodic sample ns] (gpu_estimate.h) */
+static void gpu_sizes(sbuf *b, const cp_gcls *g) {
+  sb_printf(b, ",\"gpuSizes\":[");
+  int n = 0;
+  for (unsigned k = 0; k < CP_GCLS; k++) {
+    const cp_gcls_ent *e = &g->c[k];
+    if (!e->calls && !e->samples) continue;
+    sb_printf(b, "%s[%llu,%llu,%llu,%llu,%llu,%llu,%llu]", n++ ? "," : "",
+              k ? 1ull << (k - 1) : 0ull, (unsigned long long)e->calls, (unsigned long long)e->samples,
+              (unsigned long long)e->first_samples, (unsigned long long)e->ns,
+              (unsigned long long)e->first_ns, (unsigned long long)e->max_ns);
+  }
+  sb_printf(b, "]");
+}
+
 static void path_records(sbuf *b, const collprof_snapshot *s, const int64_t *gids, size_t ng) {
   for (size_t i = 0; i < s->npaths; i++) {
     const collprof_path_stat *p = &s->paths[i];
@@ -107,13 +125,19 @@ static void path_records(sbuf *b, const collprof_snapshot *s, const int64_t *gid
     sb_printf(b,
               ",\"calls\":%llu,\"total_ns\":%llu,\"self_ns\":%llu,\"min_ns\":%llu,\"max_ns\":%llu,"
               "\"bytes\":%llu,\"states\":%llu,\"gpu_ns\":%llu,\"gpu_samples\":%llu,"
-              "\"gpu_first_ns\":%llu,\"gpu_first_samples\":%llu,\"unterminated\":%llu}\n",
+              "\"gpu_first_ns\":%llu,\"gpu_first_samples\":%llu,\"unterminated\":%llu",
               (unsigned long long)p->calls, (unsigned long long)p->total_ns,
               (unsigned long long)p->self_ns, (unsigned long long)p->min_ns,
               (unsigned long long)p->max_ns, (unsigned long long)p->bytes,
               (unsigned long long)p->states, (unsigned long long)p->gpu_ns,
               (unsigned long long)p->gpu_samples, (unsigned long long)p->gpu_first_ns,
               (unsigned long long)p->gpu_first_samples, (unsigned long long)p->unterminated);
+    if (p->gpu_samples && p->leaf_type != 64)   /* Coll/P2p: the size-class estimate */
+      sb_printf(b, ",\"gpu_est_ns\":%llu,\"gpu_est_calls\":%llu,\"gpu_outliers\":%llu",
+                (unsigned long long)p->gpu_est_ns, (unsigned long long)p->gpu_est_calls,
+                (unsigned long long)p->gpu_outliers);
+    if (p->gpu_classes) gpu_sizes(b, p->gpu_classes);
+    sb_printf(b, "}\n");
   }
 }
 

@@ -180,7 +180,7 @@ static int grow(cp_pool *p) {
 void cp_pool_flush_span(cp_slot *s) {
   if (s->span_n && s->span_bad) cp_inc(&cp_thr_get()->gpu_dropped, 1);
   else if (s->span_n && s->span_max >= s->span_min)
-    cp_profile_gpu(s->path, s->span_max - s->span_min, s->span_first);
+    cp_profile_span(s->path, s->span_max - s->span_min, s->span_first, s->bytes);
   s->span_n = 0;
   s->span_bad = s->span_first = 0;
 }

@@ -24,6 +24,13 @@ cp_prof_ent *cp_prof_ent_slow(cp_thr *t, uint32_t path) {
   return &c[path % CP_PROF_CHUNK];
 }
 
+cp_gcls *cp_prof_cls_slow(cp_prof_ent *e) {
+  /* once per path and thread: bounded like the profile chunks */
+  cp_gcls *g = cp_calloc_lines(sizeof *g);
+  if (g) __atomic_store_n(&e->cls, g, __ATOMIC_RELEASE);
+  return g;
+}
+
 void cp_profile_stop(uint32_t path, uint64_t dur, uint64_t self, uint64_t bytes) {
   cp_profile_stop_t(cp_thr_get(), path, dur, self, bytes);
 }
@@ -34,7 +41,16 @@ void cp_profile_gpu(uint32_t path, uint64_t gpu_ns, int first) {
   cp_profile_gpu_t(cp_thr_get(), path, gpu_ns, first);
 }
 
-void cp_profile_merge(collprof_path_stat *out, size_t n) {
+void cp_profile_span(uint32_t path, uint64_t gpu_ns, int first, uint64_t bytes) {
+  cp_thr *t = cp_thr_get();
+  cp_profile_gpu_t(t, path, gpu_ns, first);
+  cp_prof_ent *e = cp_prof_ent_get(t, path);
+  if (!e) return;
+  cp_gcls *g = e->cls ? e->cls : cp_prof_cls_slow(e);
+  if (g) cp_gcls_add_sample(g, bytes, gpu_ns, first);
+}
+
+void cp_profile_merge(collprof_path_stat *out, size_t n, cp_gcls **cls) {
   for (cp_thr *t = cp_thr_all(); t; t = t->next) {
     for (size_t c = 0; c < CP_PROF_NCHUNK && c * CP_PROF_CHUNK < n; c++) {
       cp_prof_ent *ch = __atomic_load_n(&t->prof[c], __ATOMIC_ACQUIRE);
@@ -57,6 +73,12 @@ void cp_profile_merge(collprof_path_stat *out, size_t n) {
         o->gpu_samples += cp_ld(&e->gpu_samples);
         o->gpu_first_ns += cp_ld(&e->gpu_first_ns);
         o->gpu_first_samples += cp_ld(&e->gpu_first_samples);
+        cp_gcls *g = __atomic_load_n(&e->cls, __ATOMIC_ACQUIRE);
+        size_t at = c * CP_PROF_CHUNK + i;
+        if (g && cls) {
+          if (!cls[at]) cls[at] = calloc(1, sizeof *cls[at]);
+          if (cls[at]) cp_gcls_add(cls[at], g);
+        }
       }
     }
   }

@@ -12,17 +12,21 @@
 #include <stddef.h>
 #include "collprof.h"
 #include "tls.h"
+#include "gpu_estimate.h"
 
 /* One stopped event: duration, self time (duration minus children that
  * started and stopped inside it), bytes (Coll/P2p). */
 void cp_profile_stop(uint32_t path, uint64_t dur_ns, uint64_t self_ns, uint64_t bytes);
 /* One state record of an event on this path. */
 void cp_profile_state(uint32_t path);
-/* One GPU sample: a KernelCh duration, or a Coll/P2p span. */
+/* One GPU sample: a KernelCh duration. */
 void cp_profile_gpu(uint32_t path, uint64_t gpu_ns, int first);
+/* One GPU sample of a Coll/P2p of `bytes`: its span, also in its size class. */
+void cp_profile_span(uint32_t path, uint64_t gpu_ns, int first, uint64_t bytes);
 
 /* ---- hot path: the same with the caller's thread block, inlined ---- */
 cp_prof_ent *cp_prof_ent_slow(cp_thr *t, uint32_t path);   /* allocates a chunk */
+cp_gcls *cp_prof_cls_slow(cp_prof_ent *e);                 /* allocates e->cls */
 static inline cp_prof_ent *cp_prof_ent_get(cp_thr *t, uint32_t path) {
   if (__builtin_expect(path < CP_PROF_CHUNK * CP_PROF_NCHUNK, 1)) {
     cp_prof_ent *c = t->prof[path / CP_PROF_CHUNK];
@@ -40,7 +44,11 @@ static inline __attribute__((always_inline)) void cp_profile_stop_t(cp_thr *t, u
   if (dur > cp_ld(&e->max)) __atomic_store_n(&e->max, dur, __ATOMIC_RELAXED);
   cp_inc(&e->total, dur);
   cp_inc(&e->self, self);
-  if (bytes) cp_inc(&e->bytes, bytes);
+  if (bytes) {   /* Coll/P2p: its size class (0 bytes: counted at estimate time) */
+    cp_inc(&e->bytes, bytes);
+    cp_gcls *g = e->cls ? e->cls : cp_prof_cls_slow(e);
+    if (g) cp_inc(&g->c[cp_gcls_of(bytes)].calls, 1);
+  }
   __atomic_store_n(&e->calls, calls + 1, __ATOMIC_RELEASE);
 }
 static inline void cp_profile_state_t(cp_thr *t, uint32_t path) {
@@ -61,8 +69,9 @@ static inline void cp_profile_gpu_t(cp_thr *t, uint32_t path, uint64_t gpu_ns, i
 
 /* Add every thread's numbers into out[0..n) (calls, total_ns, self_ns,
  * min_ns, max_ns, bytes, states, gpu_ns, gpu_samples, gpu_first_*; min/max
- * combined). */
-void cp_profile_merge(collprof_path_stat *out, size_t n);
+ * combined).  cls: NULL, or n pointers; the size classes of a path that has
+ * them are added into cls[path], allocated here (NULL if that fails). */
+void cp_profile_merge(collprof_path_stat *out, size_t n, cp_gcls **cls);
 
 /* Bytes of one element of an NCCL datatype name (interned id), 0 if unknown.
  * Memoized per id. */

@@ -36,6 +36,7 @@
 
 typedef struct scan {
   collprof_path_stat *paths;
+  cp_gcls **cls;            /* per path, NULL without size classes */
   size_t n;
   uint64_t unterminated;
 } scan;
@@ -50,6 +51,8 @@ static void scan_slot(const cp_slot *s, void *arg) {
     p->gpu_ns += span;
     p->gpu_samples++;
     if (s->span_first) { p->gpu_first_ns += span; p->gpu_first_samples++; }
+    if (sc->cls && !sc->cls[s->path]) sc->cls[s->path] = calloc(1, sizeof(cp_gcls));
+    if (sc->cls && sc->cls[s->path]) cp_gcls_add_sample(sc->cls[s->path], s->bytes, span, s->span_first);
   }
 }
 
@@ -111,9 +114,10 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
     p->leaf_type = cp_path_type((uint32_t)i);
     p->leaf_func = cp_str_get(cp_path_func((uint32_t)i));
   }
-  cp_profile_merge(out->paths, n);
+  cp_gcls **cls = calloc(n ? n : 1, sizeof *cls);   /* NULL: no estimate, collator pools */
+  cp_profile_merge(out->paths, n, cls);
 
-  scan sc = {out->paths, n, 0};
+  scan sc = {out->paths, cls, n, 0};
   uint64_t memory = cp_path_memory() + cp_str_memory() + cp_thr_memory() + cp_pool_cache_bytes();
   uint32_t nc = cp_registry_count();
   out->comms = calloc(nc ? nc : 1, sizeof *out->comms);
@@ -141,8 +145,23 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
     }
   }
   scan_pool(cp_core_pool_for(0), &sc, &out->blacklist_evictions, &memory);
-  for (size_t i = 0; i < n; i++)
-    if (out->paths[i].calls == 0) out->paths[i].min_ns = out->paths[i].max_ns = 0;
+  for (size_t i = 0; i < n; i++) {
+    collprof_path_stat *p = &out->paths[i];
+    if (p->calls == 0) p->min_ns = p->max_ns = 0;
+    if (cls && cls[i]) {   /* class 0: the calls without bytes */
+      uint64_t held = 0;
+      for (unsigned k = 1; k < CP_GCLS; k++) held += cls[i]->c[k].calls;
+      cls[i]->c[0].calls = p->calls > held ? p->calls - held : 0;
+    }
+    if (cls && cls[i] && p->gpu_samples)
+      cp_gpu_estimate(cls[i], p->calls, &p->gpu_est_ns, &p->gpu_est_calls, &p->gpu_outliers);
+    else {   /* first-call samples once; the collator's pooled mean for the rest */
+      p->gpu_est_ns = p->gpu_first_ns; p->gpu_est_calls = p->gpu_first_samples;
+    }
+    if (cls && cls[i] && p->gpu_samples && p->leaf_type != 64) p->gpu_classes = cls[i];   /* freed with the snapshot */
+    else if (cls) free(cls[i]);
+  }
+  free(cls);
 
   for (cp_thr *t = cp_thr_all(); t; t = t->next) {
     out->events_recorded += cp_ld(&t->events);
@@ -162,6 +181,7 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
 
 CP_EXPORT void collprof_snapshot_free(collprof_snapshot *s) {
   if (!s) return;
+  for (size_t i = 0; s->paths && i < s->npaths; i++) free(s->paths[i].gpu_classes);
   free(s->paths);
   free(s->comms);
   s->paths = NULL;

@@ -28,6 +28,8 @@
 typedef struct cp_prof_ent {
   uint64_t calls, total, self, min, max, bytes, states, gpu_ns, gpu_samples;
   uint64_t gpu_first_ns, gpu_first_samples;   /* collprof.h: first-call samples */
+  struct cp_gcls *cls;   /* Coll/P2p: calls and GPU samples per size class
+                            (gpu_estimate.h), made at the path's first bytes */
 } cp_prof_ent;
 
 typedef struct cp_pcache_ent { uint64_t key1; uint32_t id; uint32_t pad; } cp_pcache_ent;

@@ -6,7 +6,8 @@
 # gpuSampledCalls), the calls per Coll/P2p path that got KernelCh
 # (gpu_samples), those of them that were first-call samples
 # (gpu_first_samples) and the samples skipped while KernelCh were due
-# (gpuSamplesDeferred) must be what gpu_sampling_oracle.py computes from
+# (gpuSamplesDeferred) and the calls, samples and first-call samples per
+# message-size class (gpuSizes) must be what gpu_sampling_oracle.py computes from
 # the rule.
 . "$(dirname "$0")/tap.sh"
 REPLAY=$BIN/collprof-replay
@@ -19,7 +20,7 @@ command -v python3 >/dev/null || skip_all "no python3"
 plugin_view() {
   python3 - "$1" <<'EOF'
 import glob, json, os, sys
-paths, first, sc, sk = {}, {}, None, None
+paths, first, sizes, sc, sk = {}, {}, {}, None, None
 for f in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
     last = {}
     for line in open(f):
@@ -34,8 +35,9 @@ for f in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
             paths[p["path"]] = p["gpu_samples"]
             if p.get("gpu_first_samples", 0) > 0:
                 first[p["path"]] = p["gpu_first_samples"]
+            sizes[p["path"]] = [s[:4] for s in p.get("gpuSizes", [])]
 print(json.dumps({"sampled_calls": sc, "skipped": sk, "paths": dict(sorted(paths.items())),
-                  "first": dict(sorted(first.items()))}, sort_keys=True))
+                  "first": dict(sorted(first.items())), "sizes": dict(sorted(sizes.items()))}, sort_keys=True))
 EOF
 }
 
@@ -69,12 +71,19 @@ for sc in ar_nvlink sendrecv ar_grouped mixed; do
     w1=$(python3 "$TOP/test/gpu_sampling_oracle.py" "$cap" "$n" start)
     w2=$(python3 "$TOP/test/gpu_sampling_oracle.py" "$cap" "$n" stop)
     if [ "$got" == "$w2" ] && [ "$w1" != "$w2" ]; then want=$w2; else want=$w1; fi
-    is "$got" "$want" "$sc, COLLPROF_GPU_SAMPLE=$n: sampled calls, skipped, paths with samples, first-call samples"
+    is "$got" "$want" "$sc, COLLPROF_GPU_SAMPLE=$n: sampled calls, skipped, paths with samples, first-call samples, calls and samples per size class"
+    if [ "$n" = 4 ] || [ "$n" = 16 ]; then   # each rank's size-class estimate follows the rule
+      est=$(python3 "$TOP/test/gpu_estimate_oracle.py" "$out" 2>&1)
+      [[ "$est" =~ ^ok\ [1-9][0-9]*\ paths$ ]] || est="not: $est"
+      [ "${est%% *}" = ok ] || diag "$est"
+      is "${est%% *}" ok "$sc, COLLPROF_GPU_SAMPLE=$n: gpu_est_ns/calls/outliers per path as gpu_estimate_oracle.py recomputes them from gpuSizes"
+    fi
   done
 done
 # The summary of a sampled run: summary.json's estimate follows from its own
-# fields (first-call samples once, the others' mean for the other calls),
-# and summary.log's GPU time table shows the same paths and numbers.
+# fields (the ranks' size-class parts, the pooled periodic mean for calls they
+# do not cover), and summary.log's GPU time table shows the same paths and
+# numbers.
 COLLATE=$BIN/collprof-collate
 for c in mixed.16 ar_nvlink.4; do
   if [ ! -x "$COLLATE" ] || [ ! -d "$T/$c" ]; then skip "$c: no collprof-collate or no run"; continue; fi
@@ -88,15 +97,13 @@ for p in s["paths"]:
     if p["leafType"] not in ("ncclProfileColl", "ncclProfileP2p") or not p.get("gpu_samples"):
         continue
     S, Sf, G, F, C = p["gpu_samples"], p["gpu_first_samples"], p["gpu_ns"], p["gpu_first_ns"], p["calls"]
-    if S >= C:
-        est, per = G, (G - F) / (S - Sf) if S > Sf else G / S
-    elif S > Sf:
-        per = (G - F) / (S - Sf); est = F + per * (C - Sf)
-    else:
-        per = G / S; est = per * C
+    pooled = (G - F) / (S - Sf) if S > Sf else G / S
+    est = G if S >= C else p["gpu_class_ns"] + pooled * (C - min(p["gpu_class_calls"], C))
+    per = est / C
     if abs(est - p["gpu_est_ns"]) > 1e-6 * max(1, est) or abs(per - p["gpu_call_ns"]) > 1e-6 * max(1, per):
         bad.append("%s: est %s per %s, fields say %s %s" % (p["path"], p["gpu_est_ns"], p["gpu_call_ns"], est, per))
-    want[p["path"]] = (C, S, Sf, "~" if not p["gpu_exact"] else " ", "%.6f" % (est / 1e9), "%.3f" % (per / 1e3))
+    want[p["path"]] = (C, S, Sf, p["gpu_outliers"], "~" if not p["gpu_exact"] else " ", "%.6f" % (est / 1e9),
+                       "%.3f" % (per / 1e3))
 rows, on = {}, False
 for line in open(sys.argv[2]):
     if line.startswith("GPU time"):
@@ -106,8 +113,9 @@ for line in open(sys.argv[2]):
         break
     if on and "|" in line and not line.strip().startswith("Calls"):
         f = [x.strip() for x in line.split("|")]
-        g = f[3]
-        rows[f[5]] = (int(f[0]), int(f[1]), int(f[2]), "~" if g.startswith("~") else " ", g.lstrip("~ "), f[4])
+        g = f[4]
+        rows[f[6]] = (int(f[0]), int(f[1]), int(f[2]), int(f[3]), "~" if g.startswith("~") else " ", g.lstrip("~ "),
+                      f[5])
 if rows != want:
     bad.append("summary.log GPU table %s != summary.json %s" % (rows, want))
 print("ok %d paths" % len(want) if not bad and want else "; ".join(bad) or "no sampled path")

@@ -31,7 +31,10 @@ of its KernelCh (NCCL's 64 timestamp slots may have been reused).
 
 Prints JSON: {"sampled_calls": .., "skipped": .., "paths": {coll/p2p path: calls that got
 KernelCh}, "first": {coll/p2p path: those of them that are first-call
-samples}}.
+samples}, "sizes": {coll/p2p path with samples: [[smallest bytes of the
+size class, calls, samples, first-call samples], ...]}}: a call's class is
+its count x datatype size in [2^(k-1), 2^k) bytes, smallest 2^(k-1) (0
+bytes: 0).
 """
 import json
 import sys
@@ -54,6 +57,17 @@ def periodic(k, n):
     b = k // n
     pos = splitmix64(b) % n if b else 0
     return k % n == pos
+
+
+DTSIZE = {"ncclInt8": 1, "ncclChar": 1, "ncclUint8": 1, "ncclInt32": 4, "ncclInt": 4,
+          "ncclUint32": 4, "ncclInt64": 8, "ncclUint64": 8, "ncclFloat16": 2, "ncclHalf": 2,
+          "ncclBfloat16": 2, "ncclFloat32": 4, "ncclFloat": 4, "ncclFloat64": 8, "ncclDouble": 8,
+          "ncclFloat8e4m3": 1, "ncclFloat8e5m2": 1}
+
+
+def size_class(r):
+    b = int(r.get("count", 0)) * DTSIZE.get(r.get("datatype"), 0)
+    return 0 if b == 0 else 1 << (b.bit_length() - 1)
 
 
 def main():
@@ -86,6 +100,8 @@ def main():
     op_first = {}             # Coll/P2p handle -> of a first-call sample
     kc_parent = {}            # KernelCh handle -> Coll/P2p handle
     got = {}                  # Coll/P2p path -> set of Coll/P2p handles with a KernelCh
+    op_cls = {}               # Coll/P2p handle -> its size class
+    cls_calls = {}            # (Coll/P2p path, class) -> calls
     for line in open(cap):
         r = json.loads(line)
         cb = r["cb"]
@@ -122,6 +138,8 @@ def main():
                 sampled = api_sampled[r["parent"]]
                 op_path[r["h"]] = (op, ap, sampled)
                 op_first[r["h"]] = api_first[r["parent"]]
+                op_cls[r["h"]] = size_class(r)
+                cls_calls[(op, op_cls[r["h"]])] = cls_calls.get((op, op_cls[r["h"]]), 0) + 1
                 bad.discard(r["h"])
                 if sampled:
                     ctx = r.get("ctx")
@@ -167,9 +185,21 @@ def main():
         got[p] = {h for h in got[p] if h not in bad}
     got = {p: v for p, v in got.items() if v}
     first = {p: sum(1 for h in v if op_first.get(h)) for p, v in got.items()}
+    sizes = {}
+    for p, v in got.items():
+        tab = {}
+        for (op, c), n in cls_calls.items():
+            if op == p:
+                tab.setdefault(c, [c, 0, 0, 0])[1] += n
+        for h in v:
+            t = tab.setdefault(op_cls[h], [op_cls[h], 0, 0, 0])
+            t[2] += 1
+            t[3] += 1 if op_first.get(h) else 0
+        sizes[p] = [tab[c] for c in sorted(tab)]
     print(json.dumps({"sampled_calls": sampled_calls, "skipped": skipped,
                       "paths": {p: len(v) for p, v in sorted(got.items())},
-                      "first": {p: c for p, c in sorted(first.items()) if c}}, sort_keys=True))
+                      "first": {p: c for p, c in sorted(first.items()) if c},
+                      "sizes": dict(sorted(sizes.items()))}, sort_keys=True))
 
 
 if __name__ == "__main__":

@@ -9,11 +9,13 @@ For a run of collprof-gpu-app with --phases sweep, every call of op F is
 one of the sweep's (warmup + iters) calls at one of its sizes, so the
 app's time per call of F is sum over sizes of (warmup + iters) x time_us,
 divided by the calls.  Beside it, per Coll path, the GPU time per call the
-summary stands on (gpu_call_ns: the mean of the samples that are not
-first-call ones) and what the plain mean of all samples would say
-(gpu_ns / gpu_samples, the estimate before first-call samples were counted
-once), each with its ratio to the app's; and the summary's GPU total
-(gpu_est_ns), of which gpu_first_ns is the first-call samples' own time.
+summary stands on (gpu_call_ns = gpu_est_ns / calls: per message-size
+class on each rank, first-call samples and outliers once), what one mean
+of the path's periodic samples would say (first-call samples once, the
+estimate before size classes: "pooled"), and the plain mean of all samples
+(gpu_ns / gpu_samples, before first-call samples were counted once), each
+with its ratio to the app's; and the summary's GPU total (gpu_est_ns), of
+which gpu_first_ns is the first-call samples' own time.
 The app's CUDA events leave out the kernel launch and the untimed warmup's
 first calls (connection set-up), so ratios a little under 1 are expected.
 """
@@ -34,9 +36,9 @@ def main():
         a[0] += per_call
         a[1] += per_call * r["time_us"]
     paths = {p["path"]: p for p in summ.get("paths", [])}
-    print("# %-14s %7s %6s %6s %12s %12s %7s %12s %7s %11s %11s" %
-          ("op", "calls", "samp", "first", "app_us/call", "est_us/call", "ratio", "plain_us", "ratio",
-           "est_tot_ms", "first_ms"))
+    print("# %-14s %7s %6s %6s %5s %12s %12s %7s %10s %7s %10s %7s %11s %11s" %
+          ("op", "calls", "samp", "first", "outl", "app_us/call", "est_us/call", "ratio", "pooled_us", "ratio",
+           "plain_us", "ratio", "est_tot_ms", "first_ms"))
     for op, (calls, us) in app.items():
         f = COLL.get(op)
         if not f:
@@ -48,9 +50,11 @@ def main():
         ref = us / calls
         est = p.get("gpu_call_ns", 0) / 1e3
         plain = p["gpu_ns"] / p["gpu_samples"] / 1e3
-        print("  %-14s %7d %6d %6d %12.2f %12.2f %7.3f %12.2f %7.3f %11.3f %11.3f" %
-              (op, p["calls"], p["gpu_samples"], p.get("gpu_first_samples", 0), ref, est, est / ref,
-               plain, plain / ref, p.get("gpu_est_ns", 0) / 1e6, p.get("gpu_first_ns", 0) / 1e6))
+        G, S, F, Sf, C = p["gpu_ns"], p["gpu_samples"], p.get("gpu_first_ns", 0), p.get("gpu_first_samples", 0), p["calls"]
+        pooled = (F + (G - F) / (S - Sf) * (C - Sf)) / C / 1e3 if S > Sf and C > Sf else plain
+        print("  %-14s %7d %6d %6d %5d %12.2f %12.2f %7.3f %10.2f %7.3f %10.2f %7.3f %11.3f %11.3f" %
+              (op, p["calls"], p["gpu_samples"], Sf, p.get("gpu_outliers", 0), ref, est, est / ref,
+               pooled, pooled / ref, plain, plain / ref, p.get("gpu_est_ns", 0) / 1e6, F / 1e6))
         if p["calls"] != calls * sweep["nranks"]:
             print("  #   %s: summary has %d calls, the sweep made %d on %d ranks (other phases?)" %
                   (op, p["calls"], calls * sweep["nranks"], sweep["nranks"]))

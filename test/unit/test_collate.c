@@ -11,6 +11,8 @@
 #include "rankfile_read.h"
 #include "reduce.h"
 #include "report.h"
+#include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +110,12 @@ int main(void) {
     const spec *gs[3] = {g0, g1, g2};
     /* cases: 0 as above; 1 every call sampled (exact); 2 only first-call
      * samples; 3 files without first-call fields; 4 a rank's first-call
-     * part larger than its total: that rank's first-call part is ignored */
-    for (int cs = 0; cs < 5; cs++) {
+     * part larger than its total: that rank's first-call part is ignored
+     * (0-4: files without the ranks' size-class estimates, gpu_est_*);
+     * 5 ranks 0 and 1 with their size-class estimates, rank 2 without a
+     * periodic sample (covers its first-call samples only); 6 as 5 with
+     * rank 1's estimate covering more calls than it has: ignored */
+    for (int cs = 0; cs < 7; cs++) {
       cp_run gr = {0};
       gr.nranks = 3; gr.ranks = calloc(3, sizeof *gr.ranks);
       uint64_t C = 0, S = 0, SF = 0, G = 0, F = 0;
@@ -122,6 +128,14 @@ int main(void) {
         if (cs == 2) { p->gpu_first_samples = p->gpu_samples = 2; p->gpu_first_ns = p->gpu_ns; }
         if (cs == 3) p->gpu_first_samples = p->gpu_first_ns = 0;
         if (cs == 4 && i == 0) p->gpu_first_ns = p->gpu_ns + 1;
+        if (cs >= 5) {
+          p->has_est = 1;
+          if (i == 2) { p->gpu_samples = p->gpu_first_samples = 1; p->gpu_ns = p->gpu_first_ns = 5000; }
+          p->gpu_est_ns = i == 2 ? 5000 : 9000000 + 150000 * (uint64_t)(i + 1);
+          p->gpu_est_calls = i == 2 ? 1 : 100;
+          p->gpu_outliers = i == 0;
+          if (cs == 6 && i == 1) p->gpu_est_calls = 101;
+        }
         C += p->calls; S += p->gpu_samples; G += p->gpu_ns;
         if (!(cs == 4 && i == 0)) { SF += p->gpu_first_samples; F += p->gpu_first_ns; }   /* dropped */
       }
@@ -134,12 +148,23 @@ int main(void) {
       snprintf(name, sizeof name, "GPU case %d: first-call numbers summed over ranks", cs);
       ok(st->gpu_first_samples == SF && st->gpu_first_ns == F && st->gpu_samples == S && st->gpu_ns == G, name);
       double want, per;
-      if (cs == 1) { want = (double)G; per = (double)(G - F) / (double)(S - SF); }
-      else if (cs == 2) { per = (double)G / (double)S; want = per * (double)C; }
-      else { per = (double)(G - F) / (double)(S - SF); want = (double)F + per * (double)(C - SF); }
+      double pooled = (double)(G - F) / (double)(S - SF);   /* every rank's periodic mean */
+      if (cs == 1) want = (double)G;
+      else if (cs == 2) want = (double)G / (double)S * (double)C;
+      else if (cs == 5) want = 9150000.0 + 9300000.0 + 5000.0 + pooled * 99;
+      else if (cs == 6)   /* rank 1 as a file without estimate: F1 + pooled x (100 - Sf1) */
+        want = 9150000.0 + 5000.0 + (double)gv[1].f + pooled * (99 + 100 - (double)gv[1].sf);
+      else want = (double)F + pooled * (double)(C - SF);
+      per = want / (double)C;
+      if (cs >= 5) {
+        snprintf(name, sizeof name, "GPU case %d: size-class parts summed (outliers %" PRIu64 ")", cs,
+                 st->gpu_outliers);
+        ok(st->gpu_outliers == 1 && st->gpu_est_calls == (cs == 5 ? 201u : 101u + gv[1].sf), name);
+      }
       snprintf(name, sizeof name, "GPU case %d: estimate %.0f ns (want %.0f), per call %.1f (want %.1f), %s",
                cs, d.gpu_est_ns, want, d.gpu_call_ns, per, d.gpu_exact ? "exact" : "estimate");
-      ok(d.gpu_est_ns == want && d.gpu_call_ns == per && d.gpu_exact == (cs == 1), name);
+      ok(fabs(d.gpu_est_ns - want) < 1e-6 * want && fabs(d.gpu_call_ns - per) < 1e-6 * per &&
+         d.gpu_exact == (cs == 1), name);
       if (cs == 0) {
         double plain = (double)G / (double)S * (double)C;   /* what mean x calls would say */
         snprintf(name, sizeof name, "GPU case 0: the two first calls count once (%.0f ns), not ~%.0fx (%.0f ns)",

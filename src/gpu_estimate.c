@@ -1,0 +1,127 @@
+/*
+ * gpu_estimate.c — per-size-class GPU samples and the rank's estimate of a
+ * path's GPU time (gpu_estimate.h).  Runs at sample time (one class entry)
+ * and at snapshot time (the estimate), never per event otherwise.
+ */
+#include <string.h>
+#pragma GCC visibility push(hidden)
+#include "gpu_estimate.h"
+#include "tls.h"
+
+void cp_gcls_add_sample(cp_gcls *g, uint64_t bytes, uint64_t ns, int first) {
+  cp_gcls_ent *e = &g->c[cp_gcls_of(bytes)];
+  cp_inc(&e->samples, 1);
+  cp_inc(&e->ns, ns);
+  if (first) {
+    cp_inc(&e->first_samples, 1);
+    cp_inc(&e->first_ns, ns);
+  } else if (ns > cp_ld(&e->max_ns)) {
+    __atomic_store_n(&e->max_ns, ns, __ATOMIC_RELAXED);
+  }
+}
+
+void cp_gcls_add(cp_gcls *into, const cp_gcls *from) {
+  for (unsigned k = 0; k < CP_GCLS; k++) {
+    cp_gcls_ent *a = &into->c[k];
+    const cp_gcls_ent *b = &from->c[k];
+    a->calls += cp_ld(&b->calls);
+    a->samples += cp_ld(&b->samples);
+    a->ns += cp_ld(&b->ns);
+    a->first_samples += cp_ld(&b->first_samples);
+    a->first_ns += cp_ld(&b->first_ns);
+    uint64_t m = cp_ld(&b->max_ns);
+    if (m > a->max_ns) a->max_ns = m;
+  }
+}
+
+/* square root by Newton's method (the plugin links no libm) */
+static double sqrt_nr(double x) {
+  if (x <= 0) return 0;
+  double y = x > 1 ? x : 1;
+  for (int i = 0; i < 60; i++) {
+    double z = 0.5 * (y + x / y);
+    if (z == y) break;
+    y = z;
+  }
+  return y;
+}
+
+static uint64_t round_u64(double v) { return v <= 0 ? 0 : (uint64_t)(v + 0.5); }
+
+/* The mean of a class without periodic samples, from the sampled classes
+ * (ks[0..n) ascending, their means ms): see gpu_estimate.h. */
+static double borrowed_mean(unsigned k, const unsigned *ks, const double *ms, unsigned n) {
+  unsigned i = 0;
+  while (i < n && ks[i] < k) i++;
+  if (i == 0) return ms[0];          /* below the smallest: flat */
+  if (i == n) return ms[n - 1];      /* above the largest: flat */
+  double ml = ms[i - 1], mh = ms[i], t = (double)(k - ks[i - 1]) / (double)(ks[i] - ks[i - 1]);
+  if (ml <= 0 || mh <= 0) return ml + (mh - ml) * t;
+  /* geometric: ml x (mh/ml)^t, by repeated square roots (no libm) */
+  double r = mh / ml, f = 1, w = 0.5;
+  for (int b = 0; b < 30 && t > 0; b++, w /= 2) {
+    r = sqrt_nr(r);
+    if (t >= w) { f *= r; t -= w; }
+  }
+  return ml * f;
+}
+
+void cp_gpu_estimate(const cp_gcls *g, uint64_t calls, uint64_t *est_ns, uint64_t *est_calls,
+                     uint64_t *outliers) {
+  cp_gcls_ent c[CP_GCLS];
+  memcpy(c, g->c, sizeof c);
+  uint64_t held = 0;
+  for (unsigned k = 1; k < CP_GCLS; k++) held += c[k].calls;
+  c[0].calls = calls > held ? calls - held : 0;
+
+  double once_ns[CP_GCLS], mean[CP_GCLS];
+  uint64_t once_n[CP_GCLS];
+  unsigned ks[CP_GCLS], n = 0;
+  double ms[CP_GCLS];
+  double est = 0;
+  uint64_t covered = 0, out = 0;
+  for (unsigned k = 0; k < CP_GCLS; k++) {
+    cp_gcls_ent *e = &c[k];
+    once_ns[k] = 0; once_n[k] = 0; mean[k] = -1;
+    if (!e->calls && !e->samples) continue;
+    if (e->first_samples > e->samples || e->first_ns > e->ns) e->first_samples = e->first_ns = 0;
+    if (e->samples >= e->calls) {            /* every call sampled: exact */
+      est += (double)e->ns;
+      covered += e->calls;
+      mean[k] = -2;
+      continue;
+    }
+    uint64_t p = e->samples - e->first_samples;
+    double pns = (double)(e->ns - e->first_ns);
+    once_ns[k] = (double)e->first_ns;
+    once_n[k] = e->first_samples;
+    if (p >= 2 && e->max_ns <= e->ns - e->first_ns) {
+      double rest = (pns - (double)e->max_ns) / (double)(p - 1);
+      if ((double)e->max_ns > CP_GCLS_OUTLIER * rest) {
+        once_ns[k] += (double)e->max_ns; once_n[k]++;
+        pns -= (double)e->max_ns; p--;
+        out++;
+      }
+    }
+    if (p) {
+      mean[k] = pns / (double)p;
+      ks[n] = k; ms[n] = mean[k]; n++;
+    }
+  }
+  for (unsigned k = 0; k < CP_GCLS; k++) {
+    const cp_gcls_ent *e = &c[k];
+    if (mean[k] == -2 || (!e->calls && !e->samples)) continue;
+    uint64_t rest = e->calls > once_n[k] ? e->calls - once_n[k] : 0;
+    est += once_ns[k];
+    if (mean[k] >= 0 || n) {
+      double m = mean[k] >= 0 ? mean[k] : borrowed_mean(k, ks, ms, n);
+      est += m * (double)rest;
+      covered += once_n[k] + rest;
+    } else {
+      covered += once_n[k];   /* the rest: the collator's pooled mean */
+    }
+  }
+  *est_ns = round_u64(est);
+  *est_calls = covered;
+  if (outliers) *outliers = out;
+}

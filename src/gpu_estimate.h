@@ -1,0 +1,70 @@
+/*
+ * gpu_estimate.h — GPU time of a Coll/P2p path estimated per message-size
+ * class, on one rank.
+ *
+ * KernelCh (the only GPU time) is on for one API call in N (mask_control.h),
+ * so a path's GPU time is estimated from its samples.  One mean for the
+ * whole path is biased when the path mixes sizes: a long kernel keeps its
+ * sample in flight longer, later wanted samples are skipped meanwhile, so
+ * the samples come mostly from small, short calls (H200, 4 ranks, sweep of
+ * 8 B-64 MB at N = 4: 0.33-0.57 of the CUDA-event time).  Here every call
+ * is counted in its log2 size class, every sample in its call's class, and
+ * each class's mean stands for that class's calls only.
+ *
+ * Within a class:
+ *   - first-call samples (mask_control.h: set-up, late peers) count once;
+ *   - every call sampled: the exact sum;
+ *   - an outlier, a periodic sample more than CP_GCLS_OUTLIER times the
+ *     mean of the class's other periodic samples (at least one), counts
+ *     once too: a rank waiting for peers still setting up another
+ *     communicator (H200: one 33 ms sample of a 1 MB all-reduce against
+ *     ~40 us, standing for 21 calls, made the path 10-17x too long);
+ *   - the remaining periodic samples' mean stands for the other calls.
+ * A class with calls but no periodic sample takes its mean from the
+ * nearest sampled classes: between two, geometric in the class (log-linear
+ * in size); beyond the smallest or largest, that class's mean.  Not the
+ * slope of the last two: GPU time is not monotone in size when the span
+ * includes waiting for peers (a bundled capture: 27 us at 1 KiB, 198 us at
+ * 8 KiB, 45 us at 64 KiB), and extrapolating made one path 6x too long.
+ *
+ * The result is a sum over calls, so ranks' estimates add up (collate):
+ * est_ns covers est_calls calls.  A path without any periodic sample on this
+ * rank covers only its first-call samples; the collator gives its other
+ * calls the mean of every rank's periodic samples.
+ */
+#ifndef COLLPROF_GPU_ESTIMATE_H
+#define COLLPROF_GPU_ESTIMATE_H
+#include <stdint.h>
+
+/* Class 0: 0 bytes (or datatype unknown); class k >= 1: [2^(k-1), 2^k)
+ * bytes; the last class holds everything from 2^(CP_GCLS-2) bytes up. */
+#define CP_GCLS 42
+#define CP_GCLS_OUTLIER 10.0
+
+typedef struct cp_gcls_ent {
+  uint64_t calls;          /* stopped calls of this size (class 0: filled at estimate time) */
+  uint64_t samples, ns;    /* GPU samples and their spans, first-call ones included */
+  uint64_t first_samples, first_ns;
+  uint64_t max_ns;         /* the longest periodic (not first-call) sample */
+} cp_gcls_ent;
+
+typedef struct cp_gcls { cp_gcls_ent c[CP_GCLS]; } cp_gcls;
+
+static inline unsigned cp_gcls_of(uint64_t bytes) {
+  if (!bytes) return 0;
+  unsigned k = 64u - (unsigned)__builtin_clzll(bytes);
+  return k < CP_GCLS ? k : CP_GCLS - 1;
+}
+
+/* One sample into its class (single writer: relaxed stores, see tls.h). */
+void cp_gcls_add_sample(cp_gcls *g, uint64_t bytes, uint64_t ns, int first);
+/* into += from (max combined). */
+void cp_gcls_add(cp_gcls *into, const cp_gcls *from);
+
+/* The rank's estimate of a path with `calls` stopped calls (class 0's
+ * calls are what the other classes do not hold): *est_ns covers
+ * *est_calls of them.  *outliers: samples counted once as outliers. */
+void cp_gpu_estimate(const cp_gcls *g, uint64_t calls, uint64_t *est_ns, uint64_t *est_calls,
+                     uint64_t *outliers);
+
+#endif

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""gpu_estimate_oracle.py — checks each rank's GPU estimate per path
+(gpu_est_ns, gpu_est_calls, gpu_outliers of the rank files' path records)
+against the rule of src/gpu_estimate.h, recomputed here from the same
+record's gpuSizes table and sharing no code with it (test/gpu_sampling.t).
+
+  gpu_estimate_oracle.py PROFDIR
+
+Rule, per size class [smallest bytes, calls, samples, first, ns, first_ns,
+max periodic ns]: every call sampled -> its ns, exactly; else first-call
+samples once, and of the periodic ones (samples - first) the longest once
+when there are at least 2 and it exceeds 10x the mean of the others; the
+mean of the rest stands for the class's other calls.  A class without a
+periodic sample borrows: geometric between the nearest sampled classes
+below and above (by class index), the nearest one's mean beyond them.  No
+periodic sample in the whole path: only the first-call samples are covered.
+
+Prints "ok N paths" or the differences.
+"""
+import glob
+import json
+import os
+import sys
+
+
+def cls_index(lo):
+    return 0 if lo == 0 else lo.bit_length()
+
+
+def estimate(sizes):
+    rows = []
+    for lo, calls, s, sf, ns, fns, mx in sizes:
+        if sf > s or fns > ns:
+            sf, fns = 0, 0
+        rows.append(dict(k=cls_index(lo), calls=calls, s=s, sf=sf, ns=ns, fns=fns, mx=mx))
+    est, covered, outliers = 0.0, 0, 0
+    sampled = []          # (k, mean)
+    for r in rows:
+        if r["s"] >= r["calls"]:
+            r["exact"] = True
+            est += r["ns"]
+            covered += r["calls"]
+            continue
+        r["exact"] = False
+        p, pns = r["s"] - r["sf"], r["ns"] - r["fns"]
+        r["once_ns"], r["once_n"] = r["fns"], r["sf"]
+        if p >= 2 and r["mx"] <= pns and r["mx"] > 10.0 * (pns - r["mx"]) / (p - 1):
+            r["once_ns"] += r["mx"]
+            r["once_n"] += 1
+            p -= 1
+            pns -= r["mx"]
+            outliers += 1
+        r["mean"] = pns / p if p else None
+        if p:
+            sampled.append((r["k"], r["mean"]))
+    sampled.sort()
+
+    def borrow(k):
+        below = [m for (j, m) in sampled if j < k]
+        above = [(j, m) for (j, m) in sampled if j > k]
+        if not below:
+            return sampled[0][1]
+        if not above:
+            return sampled[-1][1]
+        jl, ml = [(j, m) for (j, m) in sampled if j < k][-1]
+        jh, mh = above[0]
+        t = (k - jl) / (jh - jl)
+        if ml <= 0 or mh <= 0:
+            return ml + (mh - ml) * t
+        return ml * (mh / ml) ** t
+
+    for r in rows:
+        if r["exact"]:
+            continue
+        rest = max(r["calls"] - r["once_n"], 0)
+        est += r["once_ns"]
+        if r["mean"] is not None or sampled:
+            m = r["mean"] if r["mean"] is not None else borrow(r["k"])
+            est += m * rest
+            covered += r["once_n"] + rest
+        else:
+            covered += r["once_n"]
+    return est, covered, outliers
+
+
+def main():
+    bad, n = [], 0
+    for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
+        last = {}
+        for line in open(f):
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r.get("recordType") == "path":
+                last[r["local"]] = r
+        for p in last.values():
+            if "gpuSizes" not in p:
+                continue
+            n += 1
+            est, cov, out = estimate(p["gpuSizes"])
+            if (abs(est - p["gpu_est_ns"]) > 1 + 1e-6 * est or cov != p["gpu_est_calls"]
+                    or out != p["gpu_outliers"]):
+                bad.append("%s %s: plugin est %s calls %s outliers %s, rule %.0f %d %d" % (
+                    os.path.basename(f), p["path"], p["gpu_est_ns"], p["gpu_est_calls"],
+                    p["gpu_outliers"], est, cov, out))
+    print("; ".join(bad) if bad else "ok %d paths" % n)
+
+
+if __name__ == "__main__":
+    main()

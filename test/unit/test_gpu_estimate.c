@@ -1,0 +1,124 @@
+/*
+ * test_gpu_estimate.c — TAP unit test of src/gpu_estimate.c: a rank's GPU
+ * time estimate of a path from its calls and samples per size class.  The
+ * wanted numbers are worked out here from the rule in gpu_estimate.h (each
+ * class's periodic mean for its own calls, first-call samples and outliers
+ * once, missing classes geometric between sampled ones and flat beyond).
+ */
+#include "gpu_estimate.h"
+#include "tap.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* a sample through the module's own entry (the plugin's path) */
+static void smp(cp_gcls *g, unsigned k, uint64_t ns, int first) {
+  cp_gcls_add_sample(g, k ? 1ull << (k - 1) : 0, ns, first);
+}
+
+static void est(const cp_gcls *g, uint64_t calls, uint64_t *e, uint64_t *c, uint64_t *o) {
+  cp_gpu_estimate(g, calls, e, c, o);
+}
+
+int main(void) {
+  uint64_t e, c, o;
+
+  /* class of a size: 0 bytes, powers of two, the last class */
+  ok(cp_gcls_of(0) == 0 && cp_gcls_of(1) == 1 && cp_gcls_of(2) == 2 && cp_gcls_of(3) == 2 &&
+     cp_gcls_of(1u << 20) == 21 && cp_gcls_of((1u << 21) - 1) == 21 && cp_gcls_of(UINT64_MAX) == CP_GCLS - 1,
+     "size classes: [2^(k-1), 2^k) is class k, 0 bytes class 0, the top clamped");
+
+  { /* one class: a first-call sample once, the periodic mean for the rest */
+    cp_gcls g; memset(&g, 0, sizeof g);
+    g.c[5].calls = 10;
+    smp(&g, 5, 1000, 1); smp(&g, 5, 100, 0); smp(&g, 5, 120, 0);
+    est(&g, 10, &e, &c, &o);
+    is_u(e, 1000 + 110 * 9, "first-call sample once, periodic mean x the other 9 calls");
+    ok(c == 10 && o == 0, "covers all 10 calls, no outlier");
+  }
+  { /* every call sampled: exact, whatever the values */
+    cp_gcls g; memset(&g, 0, sizeof g);
+    g.c[3].calls = 3; g.c[9].calls = 2;
+    smp(&g, 3, 7, 1); smp(&g, 3, 70000, 0); smp(&g, 3, 9, 0); smp(&g, 9, 500, 0); smp(&g, 9, 501, 0);
+    est(&g, 5, &e, &c, &o);
+    ok(e == 7 + 70000 + 9 + 500 + 501 && c == 5 && o == 0, "every call sampled: the exact sum, no outlier taken out");
+  }
+  { /* outlier: > 10x the mean of the class's other periodic samples */
+    cp_gcls g; memset(&g, 0, sizeof g);
+    g.c[21].calls = 20;
+    smp(&g, 21, 50, 0); smp(&g, 21, 60, 0); smp(&g, 21, 40, 0); smp(&g, 21, 33000000, 0);
+    est(&g, 20, &e, &c, &o);
+    ok(e == 33000000 + 50 * 19 && c == 20 && o == 1, "a 33 ms sample among 50 ns ones counts once (got %" PRIu64 ")", e);
+    memset(&g, 0, sizeof g);
+    g.c[21].calls = 20;
+    smp(&g, 21, 50, 0); smp(&g, 21, 60, 0); smp(&g, 21, 40, 0); smp(&g, 21, 490, 0);
+    est(&g, 20, &e, &c, &o);
+    ok(e == (50 + 60 + 40 + 490) / 4 * 20 && o == 0, "490 against a mean of 50 (< 10x): an ordinary sample");
+    memset(&g, 0, sizeof g);
+    g.c[21].calls = 20;
+    smp(&g, 21, 50, 1); smp(&g, 21, 33000000, 0);
+    est(&g, 20, &e, &c, &o);
+    ok(e == 50 + 33000000ull * 19 && o == 0, "a lone periodic sample is never an outlier (nothing to compare)");
+  }
+  { /* classes without periodic samples: geometric between, flat beyond */
+    cp_gcls g; memset(&g, 0, sizeof g);
+    g.c[3].calls = 4; g.c[7].calls = 4; g.c[5].calls = 4; g.c[9].calls = 2; g.c[1].calls = 3;
+    smp(&g, 3, 100, 0); smp(&g, 7, 1600, 0);
+    smp(&g, 5, 9999, 1);    /* class 5 has only a first-call sample: once, the rest borrowed */
+    est(&g, 17 + 6, &e, &c, &o);   /* + 6 calls without bytes (class 0) */
+    uint64_t want = 100 * 4 + 1600 * 4 + 9999 + 400 * 3 + 1600 * 2 + 100 * 3 + 100 * 6;
+    ok(llabs((long long)e - (long long)want) <= 1 && c == 23,
+       "class 5 between 3 (100) and 7 (1600): 400; 9 above: 1600; 1 and 0 below: 100 (got %" PRIu64 ", want %" PRIu64 ")",
+       e, want);
+    memset(&g, 0, sizeof g);
+    g.c[10].calls = 3; g.c[13].calls = 3; g.c[11].calls = 1;
+    smp(&g, 10, 1000, 0); smp(&g, 13, 8000, 0);
+    est(&g, 7, &e, &c, &o);
+    want = 3000 + 24000 + 2000;
+    ok(llabs((long long)e - (long long)want) <= 1, "one class up of three doublings: 1000 x 8^(1/3) = 2000 (got %" PRIu64 ")", e);
+  }
+  { /* no periodic sample at all: only the first-call samples are covered */
+    cp_gcls g; memset(&g, 0, sizeof g);
+    g.c[4].calls = 30; g.c[8].calls = 5;
+    smp(&g, 4, 5000000, 1);
+    est(&g, 35, &e, &c, &o);
+    ok(e == 5000000 && c == 1 && o == 0, "only a first-call sample: it alone, 1 call covered (the collator pools the rest)");
+  }
+  { /* a damaged class (first part above its total) loses its first part */
+    cp_gcls g; memset(&g, 0, sizeof g);
+    g.c[6].calls = 4; g.c[6].samples = 2; g.c[6].ns = 200; g.c[6].first_samples = 3; g.c[6].first_ns = 100;
+    g.c[6].max_ns = 100;
+    est(&g, 4, &e, &c, &o);
+    ok(e == 400 && c == 4, "first-call part larger than the samples: treated as periodic (got %" PRIu64 ")", e);
+  }
+  { /* property: random tables, all calls sampled -> exact; otherwise the
+     * estimate lies within [min class mean, max single sample] x calls */
+    srand(7);
+    int bad_exact = 0, bad_bound = 0;
+    for (int it = 0; it < 2000; it++) {
+      cp_gcls g; memset(&g, 0, sizeof g);
+      uint64_t calls = 0, sum = 0, lo = UINT64_MAX, hi = 0;
+      int all = it % 2;
+      for (unsigned k = 1; k < CP_GCLS; k++) {
+        if (rand() % 4) continue;
+        uint64_t n = 1 + (uint64_t)(rand() % 20);
+        g.c[k].calls = n; calls += n;
+        uint64_t s = all ? n : (uint64_t)(rand() % (int)(n + 1));
+        for (uint64_t i = 0; i < s; i++) {
+          uint64_t v = 1 + (uint64_t)(rand() % 100000);
+          smp(&g, k, v, i == 0 && rand() % 3 == 0);
+          sum += v;
+          if (v < lo) lo = v;
+          if (v > hi) hi = v;
+        }
+      }
+      if (!calls) continue;
+      est(&g, calls, &e, &c, &o);
+      if (all && (e != sum || c != calls)) bad_exact++;
+      if (!all && sum && lo != UINT64_MAX && c == calls && (e + calls < lo * calls || e > hi * calls + calls)) bad_bound++;
+    }
+    ok(bad_exact == 0, "2000 random tables: all sampled gives the exact sum (%d wrong)", bad_exact);
+    ok(bad_bound == 0, "random tables: estimate within [smallest, largest sample] x calls (%d outside)", bad_bound);
+  }
+  return done_testing();
+}
