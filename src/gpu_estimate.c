@@ -3,7 +3,6 @@
  * path's GPU time (gpu_estimate.h).  Runs at sample time (one class entry)
  * and at snapshot time (the estimate), never per event otherwise.
  */
-#include <string.h>
 #pragma GCC visibility push(hidden)
 #include "gpu_estimate.h"
 #include "tls.h"
@@ -66,40 +65,37 @@ static double borrowed_mean(unsigned k, const unsigned *ks, const double *ms, un
   return ml * f;
 }
 
-void cp_gpu_estimate(const cp_gcls *g, uint64_t calls, uint64_t *est_ns, uint64_t *est_calls,
-                     uint64_t *outliers) {
-  cp_gcls_ent c[CP_GCLS];
-  memcpy(c, g->c, sizeof c);
+void cp_gcls_fill_unsized(cp_gcls *g, uint64_t calls) {
   uint64_t held = 0;
-  for (unsigned k = 1; k < CP_GCLS; k++) held += c[k].calls;
-  c[0].calls = calls > held ? calls - held : 0;
+  for (unsigned k = 1; k < CP_GCLS; k++) held += g->c[k].calls;
+  g->c[0].calls = calls > held ? calls - held : 0;
+}
 
-  double once_ns[CP_GCLS], mean[CP_GCLS];
+void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, uint64_t *outliers) {
+  double once_ns[CP_GCLS], mean[CP_GCLS];   /* mean < 0: no periodic sample left */
   uint64_t once_n[CP_GCLS];
-  unsigned ks[CP_GCLS], n = 0;
+  unsigned ks[CP_GCLS], n = 0;              /* the classes with a mean, ascending */
   double ms[CP_GCLS];
   double est = 0;
   uint64_t covered = 0, out = 0;
   for (unsigned k = 0; k < CP_GCLS; k++) {
-    cp_gcls_ent *e = &c[k];
+    cp_gcls_ent e = g->c[k];
     once_ns[k] = 0; once_n[k] = 0; mean[k] = -1;
-    if (!e->calls && !e->samples) continue;
-    if (e->first_samples > e->samples || e->first_ns > e->ns) e->first_samples = e->first_ns = 0;
-    if (e->samples >= e->calls) {            /* every call sampled: exact */
-      est += (double)e->ns;
-      covered += e->calls;
-      mean[k] = -2;
+    if (e.samples >= e.calls) {              /* every call sampled (or none there): exact */
+      est += (double)e.ns;
+      covered += e.calls;
       continue;
     }
-    uint64_t p = e->samples - e->first_samples;
-    double pns = (double)(e->ns - e->first_ns);
-    once_ns[k] = (double)e->first_ns;
-    once_n[k] = e->first_samples;
-    if (p >= 2 && e->max_ns <= e->ns - e->first_ns) {
-      double rest = (pns - (double)e->max_ns) / (double)(p - 1);
-      if ((double)e->max_ns > CP_GCLS_OUTLIER * rest) {
-        once_ns[k] += (double)e->max_ns; once_n[k]++;
-        pns -= (double)e->max_ns; p--;
+    if (e.first_samples > e.samples || e.first_ns > e.ns) e.first_samples = e.first_ns = 0;
+    uint64_t p = e.samples - e.first_samples;
+    double pns = (double)(e.ns - e.first_ns);
+    once_ns[k] = (double)e.first_ns;
+    once_n[k] = e.first_samples;
+    if (p >= 2 && e.max_ns <= e.ns - e.first_ns) {
+      double rest = (pns - (double)e.max_ns) / (double)(p - 1);
+      if ((double)e.max_ns > CP_GCLS_OUTLIER * rest) {
+        once_ns[k] += (double)e.max_ns; once_n[k]++;
+        pns -= (double)e.max_ns; p--;
         out++;
       }
     }
@@ -109,8 +105,8 @@ void cp_gpu_estimate(const cp_gcls *g, uint64_t calls, uint64_t *est_ns, uint64_
     }
   }
   for (unsigned k = 0; k < CP_GCLS; k++) {
-    const cp_gcls_ent *e = &c[k];
-    if (mean[k] == -2 || (!e->calls && !e->samples)) continue;
+    const cp_gcls_ent *e = &g->c[k];
+    if (e->samples >= e->calls) continue;    /* done above */
     uint64_t rest = e->calls > once_n[k] ? e->calls - once_n[k] : 0;
     est += once_ns[k];
     if (mean[k] >= 0 || n) {

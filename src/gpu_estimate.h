@@ -42,7 +42,7 @@
 #define CP_GCLS_OUTLIER 10.0
 
 typedef struct cp_gcls_ent {
-  uint64_t calls;          /* stopped calls of this size (class 0: filled at estimate time) */
+  uint64_t calls;          /* stopped calls of this size (class 0: cp_gcls_fill_unsized) */
   uint64_t samples, ns;    /* GPU samples and their spans, first-call ones included */
   uint64_t first_samples, first_ns;
   uint64_t max_ns;         /* the longest periodic (not first-call) sample */
@@ -61,10 +61,12 @@ void cp_gcls_add_sample(cp_gcls *g, uint64_t bytes, uint64_t ns, int first);
 /* into += from (max combined). */
 void cp_gcls_add(cp_gcls *into, const cp_gcls *from);
 
-/* The rank's estimate of a path with `calls` stopped calls (class 0's
- * calls are what the other classes do not hold): *est_ns covers
- * *est_calls of them.  *outliers: samples counted once as outliers. */
-void cp_gpu_estimate(const cp_gcls *g, uint64_t calls, uint64_t *est_ns, uint64_t *est_calls,
-                     uint64_t *outliers);
+/* Class 0's calls: those of the path's `calls` that the other classes do
+ * not hold (the hot path counts only calls with bytes). */
+void cp_gcls_fill_unsized(cp_gcls *g, uint64_t calls);
+
+/* The rank's estimate of a path from its filled table: *est_ns covers
+ * *est_calls of its calls.  *outliers: samples counted once as outliers. */
+void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, uint64_t *outliers);
 
 #endif

@@ -56,6 +56,20 @@ static void scan_slot(const cp_slot *s, void *arg) {
   }
 }
 
+/* A path's GPU estimate from its size classes (g: NULL if it has none),
+ * which the path keeps (gpu_classes) when it is a sampled Coll/P2p. */
+static void path_estimate(collprof_path_stat *p, cp_gcls *g) {
+  if (g && p->gpu_samples && p->leaf_type != 64) {
+    cp_gcls_fill_unsized(g, p->calls);
+    cp_gpu_estimate(g, &p->gpu_est_ns, &p->gpu_est_calls, &p->gpu_outliers);
+    p->gpu_classes = g;   /* freed with the snapshot */
+    return;
+  }
+  free(g);
+  /* no table: first-call samples once, the collator's pooled mean for the rest */
+  p->gpu_est_ns = p->gpu_first_ns; p->gpu_est_calls = p->gpu_first_samples;
+}
+
 static void scan_pool(cp_pool *p, scan *sc, uint64_t *evictions, uint64_t *memory) {
   if (!p) return;
   cp_pool_lock(p);
@@ -121,7 +135,10 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   uint64_t memory = cp_path_memory() + cp_str_memory() + cp_thr_memory() + cp_pool_cache_bytes();
   uint32_t nc = cp_registry_count();
   out->comms = calloc(nc ? nc : 1, sizeof *out->comms);
-  if (!out->comms) { free(out->paths); out->paths = NULL; return -1; }
+  if (!out->comms) {
+    for (size_t i = 0; i < n; i++) free(cls ? cls[i] : NULL);
+    free(cls); free(out->paths); out->paths = NULL; return -1;
+  }
   out->ncomms = nc;
   for (uint32_t i = 1; i <= nc; i++) {
     const cp_comm *c = cp_registry_get(i);
@@ -148,18 +165,7 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   for (size_t i = 0; i < n; i++) {
     collprof_path_stat *p = &out->paths[i];
     if (p->calls == 0) p->min_ns = p->max_ns = 0;
-    if (cls && cls[i]) {   /* class 0: the calls without bytes */
-      uint64_t held = 0;
-      for (unsigned k = 1; k < CP_GCLS; k++) held += cls[i]->c[k].calls;
-      cls[i]->c[0].calls = p->calls > held ? p->calls - held : 0;
-    }
-    if (cls && cls[i] && p->gpu_samples)
-      cp_gpu_estimate(cls[i], p->calls, &p->gpu_est_ns, &p->gpu_est_calls, &p->gpu_outliers);
-    else {   /* first-call samples once; the collator's pooled mean for the rest */
-      p->gpu_est_ns = p->gpu_first_ns; p->gpu_est_calls = p->gpu_first_samples;
-    }
-    if (cls && cls[i] && p->gpu_samples && p->leaf_type != 64) p->gpu_classes = cls[i];   /* freed with the snapshot */
-    else if (cls) free(cls[i]);
+    path_estimate(p, cls ? cls[i] : NULL);
   }
   free(cls);
 

@@ -16,8 +16,10 @@ static void smp(cp_gcls *g, unsigned k, uint64_t ns, int first) {
   cp_gcls_add_sample(g, k ? 1ull << (k - 1) : 0, ns, first);
 }
 
-static void est(const cp_gcls *g, uint64_t calls, uint64_t *e, uint64_t *c, uint64_t *o) {
-  cp_gpu_estimate(g, calls, e, c, o);
+/* as the snapshot does: class 0 from the path's calls, then the estimate */
+static void est(cp_gcls *g, uint64_t calls, uint64_t *e, uint64_t *c, uint64_t *o) {
+  cp_gcls_fill_unsized(g, calls);
+  cp_gpu_estimate(g, e, c, o);
 }
 
 int main(void) {
