@@ -61,4 +61,36 @@ python3 "$REP" "$D" 2 none collprof collprof-all noop-all >"$D/c.out" 2>&1
 like "$(grep '^goal: collprof-all' "$D/c.out")" "-2\.9[0-9]% \(MISSED\)" "collprof-all 3% below noop-all's median: missed"
 like "$(grep 'spread of repetitions' "$D/c.out")" "noop-all 7\.[0-9]*%, collprof-all 2\.9[0-9]%; the difference is inside noop-all's spread" \
   "...and said to lie inside noop-all's own spread"
+# Paired repetitions with the split configurations: 9 repetitions whose
+# baseline wanders by up to 40% between them (so the spread says nothing),
+# while in every repetition noop-default adds 0.2 us per call at the
+# host-bound sizes, collprof-notrace 0.3 and collprof 0.5; 1 MiB the same
+# in all.  The sign test must call 16 B real (9 of 9 slower, p = 0.004),
+# and the attribution must recover 0.2 + 0.1 + 0.2.
+rm -rf "$D"
+python3 - "$D" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+add = {"none": 0, "collprof": 0.5, "collprof-all": 0, "noop-all": 0, "noop-default": 0.2,
+       "collprof-notrace": 0.3}
+for rep in range(1, 10):
+    base = 10.0 * (1 + 0.05 * ((rep * 7) % 9))       # 10 .. 14 us, a different one per repetition
+    for c, a in add.items():
+        res = []
+        for b in (8, 16, 1024, 1048576):
+            t = base + (a if b <= 65536 else 0)
+            res.append({"op": "allreduce", "bytes": b, "time_us": t, "busbw": b / t / 1e3})
+        os.makedirs("%s/%s.%d/app" % (d, c, rep))
+        json.dump({"results": res}, open("%s/%s.%d/app/sweep.json" % (d, c, rep), "w"))
+PY
+python3 "$REP" "$D" 2 none collprof collprof-all noop-all noop-default collprof-notrace >"$D/d.out" 2>&1
+like "$(grep -E '^ +16 ' "$D/d.out" | tail -1)" "^ +16 +9/9 p=0\.004 +0/0 p=1\.000 +0/0 p=1\.000 +9/9 p=0\.004 +9/9 p=0\.004" \
+  "paired: 16 B slower in 9 of 9 repetitions for collprof, noop-default, collprof-notrace (p 0.004); ties left out"
+like "$(grep -E '^ +1048576 ' "$D/d.out" | tail -1)" "^ +1048576 +0/0 p=1\.000" "paired: 1 MiB equal in every pair: no verdict"
+like "$(grep '^median over sizes' "$D/d.out")" "collprof \+0\.500, collprof-all \+0\.000, noop-all \+0\.000, noop-default \+0\.200, collprof-notrace \+0\.300" \
+  "the median paired excess per call at host-bound sizes, per configuration"
+like "$(grep "^collprof's excess split" "$D/d.out")" "NCCL emitting the default events \+0\.200 \(noop-default - none\); collprof's bookkeeping \+0\.100 \(collprof-notrace - noop-default\); its trace \+0\.200 \(collprof - collprof-notrace\)" \
+  "the excess split into NCCL's emission, collprof's bookkeeping and its trace"
+like "$(grep 'sizes over 3%' "$D/d.out")" "0 of them beyond that size's noise" \
+  "...which the spread-based verdict could not see (the baseline wanders 40%)"
 done_testing

@@ -21,6 +21,13 @@
 # shows, for each configuration's 3 slowest sizes against "none", whether
 # the excess is one slow call or spread over all, and when the size ran.
 # All configurations then carry the same extra events, so ratios stay fair.
+# EXTRA="noop-default collprof-notrace" adds configurations that split a
+# difference between "collprof" and "none" (the report then says how much
+# of it each part explains):
+#   noop-default      the do-nothing plugin with collprof's default mask
+#                     (4031: every type but KernelCh): NCCL's own cost of
+#                     emitting the events collprof takes by default
+#   collprof-notrace  collprof defaults with COLLPROF_TRACE=0
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 B=${COLLPROF_BUILD:-$TOP/build}
@@ -53,10 +60,17 @@ config_env() {
     collprof) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN" ;;
     collprof-all) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1" ;;
     noop-all) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095" ;;
+    noop-default) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4031" ;;
+    collprof-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_TRACE=0" ;;
+    *) echo "overhead.sh: unknown configuration $1" >&2; exit 2 ;;
   esac
 }
 
 configs=(none collprof collprof-all noop-all)
+for c in ${EXTRA:-}; do
+  config_env "$c" >/dev/null || exit 2
+  configs+=("$c")
+done
 for rep in $(seq 1 "$REPS"); do
   for c in "${configs[@]}"; do
     d=$RUN_OUT/$c.$rep

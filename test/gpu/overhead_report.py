@@ -22,6 +22,7 @@ cost spread over all calls, and where in the run to look for its cause.
 """
 import glob
 import json
+import math
 import os
 import statistics
 import sys
@@ -107,6 +108,73 @@ def iter_section(op, data, cfgs, lat, sizes):
                                          (x["gap_at_max"], x["gap_max"], x["gap_max_at"])
                                          if x["gap_max"] is not None else "")
                     for x in st[who][b])))
+
+
+def sign_p(k, n):
+    """Two-sided sign test: the chance of a split at least as uneven as k of
+    n (slower in k repetitions) if slower and faster were equally likely."""
+    m = min(k, n - k)
+    tail = sum(math.comb(n, i) for i in range(m + 1)) / 2.0 ** n
+    return min(1.0, 2 * tail)
+
+
+SMALL = 65536   # sizes up to this: NCCL is bound by the host there (GPU idle between calls)
+
+
+def paired_section(op, ser, cfgs, sizes, lat):
+    """Each repetition runs every configuration back to back, so a
+    configuration and the baseline of the same repetition form a pair.  Per
+    size: in how many pairs the configuration was slower (ties left out),
+    and the two-sided sign test of that split (small p: a real difference, whatever the
+    spread between repetitions).  Then, over the host-bound sizes, the
+    median excess per call of each configuration: with noop-default and
+    collprof-notrace present this splits collprof's excess into NCCL's own
+    cost of emitting the default events, collprof's bookkeeping and its
+    trace."""
+    base = cfgs[0]
+    n = min(len(ser[c]) for c in cfgs)
+    if n < 3:
+        return
+    print("\n## %s: paired by repetition (%d pairs): slower-than-%s count per size, sign test p"
+          % (op, n, base))
+    head = "%10s" % "bytes"
+    for c in cfgs[1:]:
+        head += " %17s" % c[:17]
+    print(head)
+    small_ex = {c: [] for c in cfgs[1:]}
+    for b in sizes:
+        line = "%10d" % b
+        for c in cfgs[1:]:
+            pairs = [(ser[c][i][1].get(b), ser[base][i][1].get(b)) for i in range(n)]
+            pairs = [(x, y) for x, y in pairs if x is not None and y is not None]
+            k = sum(1 for x, y in pairs if x > y)
+            m = sum(1 for x, y in pairs if x != y)   # ties tell neither way: left out
+            line += " %8s p=%-6.3f" % ("%d/%d" % (k, m), sign_p(k, m) if m else 1.0)
+            if b <= SMALL and pairs:
+                small_ex[c].append(statistics.median(x - y for x, y in pairs))
+        print(line)
+    print("median over sizes <= %d B of the paired excess per call (us): %s" %
+          (SMALL, ", ".join("%s %+.3f" % (c, statistics.median(v)) for c, v in small_ex.items() if v)))
+    # The split, each part from its own pairs (the two configurations of the
+    # same repetition), not from differences of medians, which carry the
+    # noise of both.
+    parts = (("NCCL emitting the default events", "noop-default", base),
+             ("collprof's bookkeeping", "collprof-notrace", "noop-default"),
+             ("its trace", "collprof", "collprof-notrace"))
+    if all(c in cfgs for _, c, _ in parts):
+        def paired(a, b):
+            per_size = []
+            for sz in sizes:
+                if sz > SMALL:
+                    continue
+                d = [ser[a][i][1][sz] - ser[b][i][1][sz] for i in range(n)
+                     if sz in ser[a][i][1] and sz in ser[b][i][1]]
+                if d:
+                    per_size.append(statistics.median(d))
+            return statistics.median(per_size) if per_size else 0.0
+        print("collprof's excess split, each part paired by repetition (median over sizes <= %d B, "
+              "us per call): %s" % (SMALL, "; ".join("%s %+.3f (%s - %s)" % (what, paired(a, b), a, b)
+                                                     for what, a, b in parts)))
 
 
 def main():
@@ -198,6 +266,7 @@ def main():
                 print("      spread of repetitions (mean busbw): noop-all %.2f%%, collprof-all %.2f%%; "
                       "the difference is %s noop-all's spread" %
                       (100 * spread_n, 100 * spread_c, "inside" if gap <= spread_n else "beyond"))
+        paired_section(op, ser, cfgs, sizes, lat)
         iter_section(op, data, cfgs, lat, sizes)
 
 
