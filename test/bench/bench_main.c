@@ -230,8 +230,8 @@ int main(int argc, char **argv) {
    * the baseline: what the driver and NCCL's indirect calls cost without any
    * plugin work.  "own" is the median of the paired differences, so drift
    * between repetitions cancels. */
-  printf("%-22s %3s %10s %9s %12s %10s %14s\n", "configuration", "T", "ns/event", "own ns", "Mevents/s",
-         "vs T=1", "trace dropped");
+  printf("%-22s %3s %10s %9s %12s %10s %14s %14s\n", "configuration", "T", "ns/event", "own ns", "Mevents/s",
+         "vs T=1", "trace dropped", "own min..max");
   for (int c = 0; c < nc; c++) {
     if (!cs[c].ok) continue;
     double eps1 = 0;
@@ -244,17 +244,23 @@ int main(int argc, char **argv) {
       double dr = median(cs[c].drop[ti], cs[c].n[ti]);
       char drop[32] = "";
       if (dr >= 0) snprintf(drop, sizeof drop, "%.1f%%", dr);
-      char own[32] = "";
+      char own[32] = "", range[48] = "";
       int np = cs[c].n[ti] < cs[base].n[ti] ? cs[c].n[ti] : cs[base].n[ti];
       if (c != base && cs[base].ok && np > 0) {
-        double diff[MAXREP];
-        for (int k = 0; k < np; k++) diff[k] = cs[c].ns[ti][k] - cs[base].ns[ti][k];
+        double diff[MAXREP], lo = 0, hi = 0;
+        for (int k = 0; k < np; k++) {
+          diff[k] = cs[c].ns[ti][k] - cs[base].ns[ti][k];
+          if (k == 0 || diff[k] < lo) lo = diff[k];
+          if (k == 0 || diff[k] > hi) hi = diff[k];
+        }
         snprintf(own, sizeof own, "%.1f", median(diff, np));
+        if (np > 1) snprintf(range, sizeof range, "%.1f..%.1f", lo, hi);
       }
       if (cs[c].n[ti] == 0)
         printf("%-22s %3d %10s %9s %12s %10s\n", cs[c].name, tv[ti], "failed", "-", "-", "");
       else
-        printf("%-22s %3d %10.1f %9s %12.2f %10s %14s\n", cs[c].name, tv[ti], ns, own, eps / 1e6, ratio, drop);
+        printf("%-22s %3d %10.1f %9s %12.2f %10s %14s %14s\n", cs[c].name, tv[ti], ns, own, eps / 1e6, ratio, drop,
+               range);
     }
   }
   double spe = cs[base].n[0] ? median(cs[base].states_per_event[0], cs[base].n[0]) : 0;
@@ -264,6 +270,8 @@ int main(int argc, char **argv) {
          "floors: the do-nothing plugin reading the clock once per start and stop (trace off)\n"
          "and also once per state (trace on): what timing every event costs by itself.\n"
          "trace dropped: records lost to full rings (counted by collprof, median %%).\n"
+         "own min..max: the smallest and largest paired difference of the repetitions: how\n"
+         "far one repetition on this machine can stray from the median.\n"
          "goals: <= 100 ns/event with the trace, <= 50 without, 2 threads >= 1.8x one\n",
          spe);
   return failed;
