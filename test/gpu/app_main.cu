@@ -19,7 +19,8 @@
  *          has no event but the two around the loop)
  *   split  ncclCommSplit of the world communicator (2 halves from 4 NCCL
  *          ranks on, else one copy) named "split"; AllReduce, Broadcast and
- *          AllGather on it interleaved with AllReduce on "world"
+ *          AllGather on it interleaved with AllReduce on "world", each call
+ *          timed with CUDA events on its stream (sweep.json's "split")
  *   graph  a CUDA graph capturing AllReduce x2, AllGather and Broadcast on
  *          "world", launched --replays times
  * With --gpus-per-proc 2 every process drives two GPUs from two threads
@@ -63,6 +64,12 @@ static int g_nsizes[NOPS];
  * loop: CLOCK_REALTIME ns and CLOCK_MONOTONIC ns (collprof's trace ts) */
 static float *g_iter_us, *g_iter_host_us;
 static long long g_start_real_ns[NOPS][MAXSIZES], g_start_mono_ns[NOPS][MAXSIZES];
+
+/* The split phase, NCCL rank 0: calls and CUDA-event us per op, each call
+ * timed on its own stream (events just before and after it), so that a
+ * summary covering every phase can be held against the app's own times. */
+static int g_split_calls[NOPS];
+static double g_split_us[NOPS];
 
 static long long clock_ns(clockid_t c) {
   struct timespec ts;
@@ -179,14 +186,30 @@ static void phase_split(gpu_thr *g) {
   NCCLCHECK(ncclCommSplit(g->world.comm, color, g->nccl_rank, &g->split.comm, &cfg));
   comm_setup(&g->split, "split", 4u << 20, g->dev);
   g->has_split = 1;
-  for (int i = 0; i < 10; i++) {
-    app_op(&g->split, OP_ALLREDUCE, 1u << 20);
-    app_op(&g->world, OP_ALLREDUCE, 1u << 20);
-    app_op(&g->split, OP_BROADCAST, 64u << 10);
-    app_op(&g->split, OP_ALLGATHER, 256u << 10);
-  }
+  enum { ITERS = 10, PER = 4 };
+  static const int ops[PER] = {OP_ALLREDUCE, OP_ALLREDUCE, OP_BROADCAST, OP_ALLGATHER};
+  static const size_t sizes[PER] = {1u << 20, 1u << 20, 64u << 10, 256u << 10};
+  cudaEvent_t ev[ITERS * PER][2];
+  for (int i = 0; i < ITERS * PER; i++)
+    for (int j = 0; j < 2; j++) CUDACHECK(cudaEventCreate(&ev[i][j]));
+  for (int i = 0; i < ITERS; i++)
+    for (int k = 0; k < PER; k++) {   /* the second AllReduce on the world communicator */
+      app_comm *c = k == 1 ? &g->world : &g->split;
+      CUDACHECK(cudaEventRecord(ev[i * PER + k][0], c->stream));
+      app_op(c, ops[k], sizes[k]);
+      CUDACHECK(cudaEventRecord(ev[i * PER + k][1], c->stream));
+    }
   CUDACHECK(cudaStreamSynchronize(g->split.stream));
   CUDACHECK(cudaStreamSynchronize(g->world.stream));
+  for (int i = 0; i < ITERS * PER; i++) {
+    float ms = 0;
+    CUDACHECK(cudaEventElapsedTime(&ms, ev[i][0], ev[i][1]));
+    if (g->nccl_rank == 0) {
+      g_split_calls[ops[i % PER]]++;
+      g_split_us[ops[i % PER]] += ms * 1000.0;
+    }
+    for (int j = 0; j < 2; j++) CUDACHECK(cudaEventDestroy(ev[i][j]));
+  }
 }
 
 static void phase_graph(gpu_thr *g) {
@@ -312,7 +335,17 @@ static void write_sweep(int n) {
     }
     printf("# %s avg bus bandwidth : %.3f GB/s\n", app_op_name[op], sum / g_nsizes[op]);
   }
-  fprintf(f, "]}\n");
+  fprintf(f, "]");
+  /* the split phase (when it ran): calls and CUDA-event us per op, NCCL rank 0 */
+  int any = 0;
+  for (int op = 0; op < NOPS; op++) {
+    if (!g_split_calls[op]) continue;
+    fprintf(f, "%s\"%s\":{\"calls\":%d,\"us\":%.3f}", any ? "," : ",\"split\":{", app_op_name[op],
+            g_split_calls[op], g_split_us[op]);
+    any = 1;
+  }
+  if (any) fprintf(f, "}");
+  fprintf(f, "}\n");
   fclose(f);
 }
 

@@ -8,7 +8,12 @@ not a check: the per-size check is gpu_time.py).
 For a run of collprof-gpu-app with --phases sweep, every call of op F is
 one of the sweep's (warmup + iters) calls at one of its sizes, so the
 app's time per call of F is sum over sizes of (warmup + iters) x time_us,
-divided by the calls.  Beside it, per Coll path, the GPU time per call the
+divided by the calls.  When the split phase ran, its calls (each timed by
+CUDA events on its stream: sweep.json's "split") are shown beside it: they
+run on two communicators' streams at once, and their event times include
+waiting to start behind the other stream's kernel, which KernelCh does not
+see.  Graph replays make no events and captured calls run only in
+replays.  Beside it, per Coll path, the GPU time per call the
 summary stands on (gpu_call_ns = gpu_est_ns / calls: per message-size
 class on each rank, first-call samples and outliers once), what one mean
 of the path's periodic samples would say (first-call samples once, the
@@ -35,6 +40,13 @@ def main():
         a = app.setdefault(r["op"], [0, 0.0])
         a[0] += per_call
         a[1] += per_call * r["time_us"]
+    # The split phase, when it ran: each of its calls timed by CUDA events
+    # on its own stream (NCCL rank 0).  Its calls run on two communicators'
+    # streams at once, and an event pair around a call there also holds the
+    # time the kernel waits to start behind the other stream's kernel, which
+    # KernelCh does not see: it is shown beside the sweep's reference, not
+    # merged into it.
+    split = sweep.get("split", {})
     paths = {p["path"]: p for p in summ.get("paths", [])}
     print("# %-14s %7s %6s %6s %5s %12s %12s %7s %10s %7s %10s %7s %11s %11s" %
           ("op", "calls", "samp", "first", "outl", "app_us/call", "est_us/call", "ratio", "pooled_us", "ratio",
@@ -55,6 +67,12 @@ def main():
         print("  %-14s %7d %6d %6d %5d %12.2f %12.2f %7.3f %10.2f %7.3f %10.2f %7.3f %11.3f %11.3f" %
               (op, p["calls"], p["gpu_samples"], Sf, p.get("gpu_outliers", 0), ref, est, est / ref,
                pooled, pooled / ref, plain, plain / ref, p.get("gpu_est_ns", 0) / 1e6, F / 1e6))
+        sp = split.get(op)
+        if sp and sp.get("calls"):
+            both = (us + sp["us"]) / (calls + sp["calls"])
+            print("  #   %s: the split phase's %d calls took %.2f us each by CUDA events (waiting to start "
+                  "behind the other stream included); sweep + split: %.2f us/call, est/that %.3f" %
+                  (op, sp["calls"], sp["us"] / sp["calls"], both, est / both))
         if p["calls"] != calls * sweep["nranks"]:
             print("  #   %s: summary has %d calls, the sweep made %d on %d ranks (other phases?)" %
                   (op, p["calls"], calls * sweep["nranks"], sweep["nranks"]))
