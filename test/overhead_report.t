@@ -93,4 +93,13 @@ like "$(grep "^collprof's excess split" "$D/d.out")" "NCCL emitting the default 
   "the excess split into NCCL's emission, collprof's bookkeeping and its trace"
 like "$(grep 'sizes over 3%' "$D/d.out")" "0 of them beyond that size's noise" \
   "...which the spread-based verdict could not see (the baseline wanders 40%)"
+# A repetition whose run failed (no sweep.json) must not shift the pairs:
+# they are matched by repetition number.  By position, collprof's
+# repetitions 6-9 would meet none's 5-8, whose times differ by up to 40%.
+rm "$D/collprof.5/app/sweep.json"
+python3 "$REP" "$D" 2 none collprof collprof-all noop-all noop-default collprof-notrace >"$D/e.out" 2>&1
+like "$(grep -E '^ +16 ' "$D/e.out" | tail -1)" "^ +16 +8/8 p=0\.008 .* 9/9 p=0\.004 +9/9 p=0\.004" \
+  "a missing repetition: collprof 8 of 8 pairs, the others still 9 of 9 (pairs by repetition number)"
+like "$(grep "^collprof's excess split" "$D/e.out")" "its trace \+0\.200 \(collprof - collprof-notrace\)" \
+  "...and the split still recovers the trace's 0.2 us"
 done_testing

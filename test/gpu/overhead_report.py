@@ -29,12 +29,17 @@ import sys
 
 
 def load(run_out, cfg):
+    """The repetitions of cfg in order, each sweep.json with its repetition
+    number (the N of RUN_OUT/cfg.N) as "_rep"; a run without one is left out."""
     reps = []
-    for d in sorted(glob.glob(os.path.join(run_out, cfg + ".*"))):
+    for d in glob.glob(os.path.join(run_out, cfg + ".*")):
         f = os.path.join(d, "app", "sweep.json")
-        if os.path.exists(f):
-            reps.append(json.load(open(f)))
-    return reps
+        rep = d.rsplit(".", 1)[1]
+        if os.path.exists(f) and rep.isdigit():
+            s = json.load(open(f))
+            s["_rep"] = int(rep)
+            reps.append(s)
+    return sorted(reps, key=lambda s: s["_rep"])
 
 
 TOP = 3   # sizes per configuration in the single-call section
@@ -121,59 +126,55 @@ def sign_p(k, n):
 SMALL = 65536   # sizes up to this: NCCL is bound by the host there (GPU idle between calls)
 
 
-def paired_section(op, ser, cfgs, sizes, lat):
+def paired_section(op, ser, cfgs, sizes):
     """Each repetition runs every configuration back to back, so a
-    configuration and the baseline of the same repetition form a pair.  Per
-    size: in how many pairs the configuration was slower (ties left out),
-    and the two-sided sign test of that split (small p: a real difference, whatever the
+    configuration and the baseline of the same repetition (by its number,
+    so a failed run shifts nothing) form a pair.  Per size: in how many
+    pairs the configuration was slower (ties left out) and the two-sided
+    sign test of that split (small p: a real difference, whatever the
     spread between repetitions).  Then, over the host-bound sizes, the
-    median excess per call of each configuration: with noop-default and
-    collprof-notrace present this splits collprof's excess into NCCL's own
+    median paired excess per call of each configuration; with noop-default
+    and collprof-notrace present, collprof's excess split into NCCL's own
     cost of emitting the default events, collprof's bookkeeping and its
-    trace."""
+    trace, each part from its own pairs (not from differences of medians,
+    which carry the noise of both)."""
     base = cfgs[0]
-    n = min(len(ser[c]) for c in cfgs)
-    if n < 3:
+    by_rep = {c: {x[2]: x[1] for x in ser[c]} for c in cfgs}
+
+    def pairs(a, b, sz):
+        return [(by_rep[a][r][sz], by_rep[b][r][sz]) for r in sorted(set(by_rep[a]) & set(by_rep[b]))
+                if sz in by_rep[a][r] and sz in by_rep[b][r]]
+
+    def small_excess(a, b):
+        per_size = [[x - y for x, y in pairs(a, b, sz)] for sz in sizes if sz <= SMALL]
+        per_size = [statistics.median(d) for d in per_size if d]
+        return statistics.median(per_size) if per_size else None
+
+    if min(len(set(by_rep[c]) & set(by_rep[base])) for c in cfgs) < 3:
         return
-    print("\n## %s: paired by repetition (%d pairs): slower-than-%s count per size, sign test p"
-          % (op, n, base))
+    print("\n## %s: paired by repetition: slower-than-%s count per size (ties left out), sign test p"
+          % (op, base))
     head = "%10s" % "bytes"
     for c in cfgs[1:]:
         head += " %17s" % c[:17]
     print(head)
-    small_ex = {c: [] for c in cfgs[1:]}
     for b in sizes:
         line = "%10d" % b
         for c in cfgs[1:]:
-            pairs = [(ser[c][i][1].get(b), ser[base][i][1].get(b)) for i in range(n)]
-            pairs = [(x, y) for x, y in pairs if x is not None and y is not None]
-            k = sum(1 for x, y in pairs if x > y)
-            m = sum(1 for x, y in pairs if x != y)   # ties tell neither way: left out
+            pr = pairs(c, base, b)
+            k = sum(1 for x, y in pr if x > y)
+            m = sum(1 for x, y in pr if x != y)
             line += " %8s p=%-6.3f" % ("%d/%d" % (k, m), sign_p(k, m) if m else 1.0)
-            if b <= SMALL and pairs:
-                small_ex[c].append(statistics.median(x - y for x, y in pairs))
         print(line)
+    ex = {c: small_excess(c, base) for c in cfgs[1:]}
     print("median over sizes <= %d B of the paired excess per call (us): %s" %
-          (SMALL, ", ".join("%s %+.3f" % (c, statistics.median(v)) for c, v in small_ex.items() if v)))
-    # The split, each part from its own pairs (the two configurations of the
-    # same repetition), not from differences of medians, which carry the
-    # noise of both.
+          (SMALL, ", ".join("%s %+.3f" % (c, v) for c, v in ex.items() if v is not None)))
     parts = (("NCCL emitting the default events", "noop-default", base),
              ("collprof's bookkeeping", "collprof-notrace", "noop-default"),
              ("its trace", "collprof", "collprof-notrace"))
     if all(c in cfgs for _, c, _ in parts):
-        def paired(a, b):
-            per_size = []
-            for sz in sizes:
-                if sz > SMALL:
-                    continue
-                d = [ser[a][i][1][sz] - ser[b][i][1][sz] for i in range(n)
-                     if sz in ser[a][i][1] and sz in ser[b][i][1]]
-                if d:
-                    per_size.append(statistics.median(d))
-            return statistics.median(per_size) if per_size else 0.0
         print("collprof's excess split, each part paired by repetition (median over sizes <= %d B, "
-              "us per call): %s" % (SMALL, "; ".join("%s %+.3f (%s - %s)" % (what, paired(a, b), a, b)
+              "us per call): %s" % (SMALL, "; ".join("%s %+.3f (%s - %s)" % (what, small_excess(a, b) or 0.0, a, b)
                                                      for what, a, b in parts)))
 
 
@@ -186,13 +187,13 @@ def main():
           (np_, ", ".join("%s %d" % (c, len(data[c])) for c in cfgs)))
     for op in ops:
         def series(c):
-            """per rep: mean busbw, {bytes: time_us}"""
+            """per rep: mean busbw, {bytes: time_us}, repetition number"""
             out = []
             for s in data[c]:
                 rs = [r for r in s["results"] if r["op"] == op]
                 if rs:
                     out.append((statistics.mean(r["busbw"] for r in rs),
-                                {r["bytes"]: r["time_us"] for r in rs}))
+                                {r["bytes"]: r["time_us"] for r in rs}, s["_rep"]))
             return out
         ser = {c: series(c) for c in cfgs}
         if not ser[base]:
@@ -266,7 +267,7 @@ def main():
                 print("      spread of repetitions (mean busbw): noop-all %.2f%%, collprof-all %.2f%%; "
                       "the difference is %s noop-all's spread" %
                       (100 * spread_n, 100 * spread_c, "inside" if gap <= spread_n else "beyond"))
-        paired_section(op, ser, cfgs, sizes, lat)
+        paired_section(op, ser, cfgs, sizes)
         iter_section(op, data, cfgs, lat, sizes)
 
 
