@@ -66,8 +66,10 @@ static float *g_iter_us, *g_iter_host_us;
 static long long g_start_real_ns[NOPS][MAXSIZES], g_start_mono_ns[NOPS][MAXSIZES];
 
 /* The split phase, NCCL rank 0: calls and CUDA-event us per op, each call
- * timed on its own stream (events just before and after it), so that a
- * summary covering every phase can be held against the app's own times. */
+ * timed on its own stream (events just before and after it).  Two
+ * communicators' kernels run at once here, so these times include waiting
+ * to start behind the other stream's kernel: gpu_total.py shows them
+ * beside the sweep's reference, not as part of it. */
 static int g_split_calls[NOPS];
 static double g_split_us[NOPS];
 
@@ -193,8 +195,8 @@ static void phase_split(gpu_thr *g) {
   for (int i = 0; i < ITERS * PER; i++)
     for (int j = 0; j < 2; j++) CUDACHECK(cudaEventCreate(&ev[i][j]));
   for (int i = 0; i < ITERS; i++)
-    for (int k = 0; k < PER; k++) {   /* the second AllReduce on the world communicator */
-      app_comm *c = k == 1 ? &g->world : &g->split;
+    for (int k = 0; k < PER; k++) {
+      app_comm *c = k == 1 ? &g->world : &g->split;   /* the second AllReduce: on "world" */
       CUDACHECK(cudaEventRecord(ev[i * PER + k][0], c->stream));
       app_op(c, ops[k], sizes[k]);
       CUDACHECK(cudaEventRecord(ev[i * PER + k][1], c->stream));
