@@ -15,6 +15,14 @@ for c in "collprof, trace on" "collprof, trace off" "do-nothing plugin"; do
       awk -v c="$c" -v t="$t" 'index($0, c) == 1 { n = split($0, f, " +"); for (i = 1; i <= n; i++) if (f[i] == t && f[i+1] + 0 > 0) found = 1 } END { exit !found }' "$T/out"
   done
 done
+# ablate.sh reads the own-ns column of that same table: its parser must
+# give exactly the figures the table shows (a column added to the table
+# once made it read Mevents/s instead).
+read -r on rh off <<<"$("$TOP/test/bench/ablate.sh" --parse <"$T/out")"
+own_col() { awk -v c="$1" 'index($0, c) == 1 { r = substr($0, length(c) + 1); split(r, f, " +"); if (f[2] == 1) print f[4] }' "$T/out"; }
+is "$on" "$(own_col "collprof, trace on")" "ablate.sh --parse: trace on's own ns"
+is "$rh" "$(own_col "trace on, ring holds run")" "ablate.sh --parse: ring-holds-run's own ns"
+is "$off" "$(own_col "collprof, trace off")" "ablate.sh --parse: trace off's own ns"
 # test/bench/ablate.sh's measuring-only variants are textual patches: each
 # must still apply to this tree (a stale one would silently measure nothing).
 if command -v python3 >/dev/null; then

@@ -9,6 +9,8 @@
 #   test/bench/ablate.sh --check    only apply every patch to a copy (no
 #                                   build, no run): exit 1 if one no longer
 #                                   applies (test/bench.t runs this)
+#   test/bench/ablate.sh --parse    read a bench table on stdin, print the
+#                                   own ns it would take from it (bench.t)
 # Variants:
 #   head        the tree as it is
 #   no-clock    start and stop read no clock (a counter instead)
@@ -21,6 +23,21 @@
 # bench's three collprof rows: trace on (default ring), trace on (ring holds
 # run), trace off.  Needs python3; builds in $TMPDIR.
 set -u
+# own_ns: a bench table on stdin -> the own ns of its three collprof rows
+# at T=1 ("trace on" "ring holds run" "trace off").  A row is the
+# configuration name (spaces inside), T, ns/event, own ns, ...: the name is
+# cut off and the fields counted from there, never from the end (the
+# table gains columns).
+own_ns() {
+  awk '
+    { row = $0; name = "" }
+    sub(/^collprof, trace on +/, "", row)        { name = "on" }
+    sub(/^trace on, ring holds run +/, "", row)  { name = "rh" }
+    sub(/^collprof, trace off +/, "", row)       { name = "off" }
+    name != "" { split(row, f, " +"); if (f[1] == 1) v[name] = f[3] }
+    END { printf "%s %s %s\n", v["on"], v["rh"], v["off"] }'
+}
+if [ "${1:-}" = --parse ]; then own_ns; exit; fi
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 CHECK=0
 [ "${1:-}" = --check ] && { CHECK=1; shift; }
@@ -131,11 +148,7 @@ printf '%-12s %5s %16s %16s %10s\n' variant round "trace on" "ring holds run" "t
 for r in $(seq 1 "$ROUNDS"); do
   for v in "${ok[@]}"; do
     COLLPROF_BUILD=$W/b_$v "$BENCH" --reps 5 --threads 1 2>/dev/null |
-      awk -v v="$v" -v r="$r" '
-        /^collprof, trace on /  {on = $(NF-2)}
-        /^trace on, ring holds/ {rh = $(NF-2)}
-        /^collprof, trace off/  {off = $(NF-2)}
-        END {printf "%-12s %5d %16s %16s %10s\n", v, r, on, rh, off}'
+      own_ns | { read -r on rh off; printf '%-12s %5d %16s %16s %10s\n' "$v" "$r" "$on" "$rh" "$off"; }
   done
 done
 echo "(own ns per event, T=1; builds in $W)"
