@@ -234,13 +234,24 @@ int main(int argc, char **argv) {
          "vs T=1", "trace dropped", "own min..max");
   for (int c = 0; c < nc; c++) {
     if (!cs[c].ok) continue;
-    double eps1 = 0;
+    int t1 = -1;   /* index of T=1 among the thread counts */
+    for (int ti = 0; ti < nt; ti++)
+      if (tv[ti] == 1) t1 = ti;
     for (int ti = 0; ti < nt; ti++) {
       double ns = median(cs[c].ns[ti], cs[c].n[ti]);
       double eps = median(cs[c].eps[ti], cs[c].n[ti]);
-      if (tv[ti] == 1) eps1 = eps;
+      /* Scaling: the median over repetitions of this repetition's rate over
+       * its own T=1 rate (run moments before), paired like "own ns", so
+       * that the machine's drift between repetitions cancels. */
       char ratio[32] = "";
-      if (tv[ti] != 1 && eps1 > 0) snprintf(ratio, sizeof ratio, "%.2fx", eps / eps1);
+      int nr = t1 >= 0 && cs[c].n[t1] < cs[c].n[ti] ? cs[c].n[t1] : cs[c].n[ti];
+      if (tv[ti] != 1 && t1 >= 0 && nr > 0) {
+        double rr[MAXREP];
+        int m = 0;
+        for (int k = 0; k < nr; k++)
+          if (cs[c].eps[t1][k] > 0) rr[m++] = cs[c].eps[ti][k] / cs[c].eps[t1][k];
+        if (m > 0) snprintf(ratio, sizeof ratio, "%.2fx", median(rr, m));
+      }
       double dr = median(cs[c].drop[ti], cs[c].n[ti]);
       char drop[32] = "";
       if (dr >= 0) snprintf(drop, sizeof drop, "%.1f%%", dr);
@@ -269,6 +280,8 @@ int main(int argc, char **argv) {
          "differences): the cost collprof itself adds on the calling thread.\n"
          "floors: the do-nothing plugin reading the clock once per start and stop (trace off)\n"
          "and also once per state (trace on): what timing every event costs by itself.\n"
+         "vs T=1: events per second (all threads, by the slowest) over those of T=1 in\n"
+         "the same repetition, median of the repetitions.\n"
          "trace dropped: records lost to full rings (counted by collprof, median %%).\n"
          "own min..max: the smallest and largest paired difference of the repetitions: how\n"
          "far one repetition on this machine can stray from the median.\n"
