@@ -21,13 +21,19 @@ typedef struct cp_comm {
   char gpu_uuid[40];       /* "" without a CUDA driver */
   uint64_t ctx_value;      /* the value handed to NCCL as context */
   struct cp_pool *pool;
-  uint64_t events;         /* events recorded (relaxed atomic) */
   int finalized;
   /* The trace's per-communicator fields of an event line, formatted once
    * at registration (trace_json.c copies them):
    * ,"gpuUuid":"...","commId":"...","rank":N */
   uint32_t json_id_len;
   char json_id[320];
+  /* Events recorded (relaxed atomic), stored at every event start by the
+   * recording thread: on a cache line of its own (the entry is allocated
+   * in whole lines), away from json_id, ctx_value and nccl_rank, which
+   * the trace writer reads for every line it formats; sharing a line, the
+   * two cores would take it from each other at every event. */
+  uint64_t events __attribute__((aligned(64)));
+  char events_line[64 - sizeof(uint64_t)];
 } cp_comm;
 
 /* The communicator with this registry index, NULL if none. */

@@ -253,6 +253,14 @@ static void drain_locked(char *buf, size_t cap, int sig) {
       atomic_fetch_add(&g_lost, h - t);
       t = h;
     }
+    /* Read once per ring, not per record: the ring's first cache line also
+     * holds the head that its producer stores at every record, and a read
+     * of it per record (the formatting calls below make the compiler
+     * reload) would pull that line away from the producer's core at every
+     * record. */
+    const cp_unit *const slots = rg->slots;
+    const uint64_t mask = rg->mask;
+    const int tid = rg->tid;
     while (t != h) {
       if (cap - len < CP_TRACE_JSON_MAX) {
         /* Release the slots already formatted before the (slow) write. */
@@ -265,10 +273,10 @@ static void drain_locked(char *buf, size_t cap, int sig) {
           goto handed_over;
         }
       }
-      const cp_unit *u = &rg->slots[t & rg->mask];
+      const cp_unit *u = &slots[t & mask];
       uint8_t kind = *(const uint8_t *)u;
       if (kind == UNIT_PAD) {
-        t += rg->mask + 1 - (t & rg->mask);
+        t += mask + 1 - (t & mask);
         continue;
       }
       if (kind == CP_REC_STATE_C) {
@@ -278,7 +286,7 @@ static void drain_locked(char *buf, size_t cap, int sig) {
         t += 1;
       } else if (kind == CP_REC_EVENT_C) {
         cp_rec r;
-        cp_erec_expand((const cp_erec *)u, rg->tid, &r);
+        cp_erec_expand((const cp_erec *)u, tid, &r);
         len += cp_trace_json(&r, buf + len);
         t += 2;
       } else {
