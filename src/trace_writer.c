@@ -257,10 +257,10 @@ static void drain_locked(char *buf, size_t cap, int sig) {
      * holds the head that its producer stores at every record, and a read
      * of it per record (the formatting calls below make the compiler
      * reload) would pull that line away from the producer's core at every
-     * record. */
+     * record.  (tid stays per record: it lives on the writer's own line,
+     * and a thread taking the ring over sets it before its first record.) */
     const cp_unit *const slots = rg->slots;
     const uint64_t mask = rg->mask;
-    const int tid = rg->tid;
     while (t != h) {
       if (cap - len < CP_TRACE_JSON_MAX) {
         /* Release the slots already formatted before the (slow) write. */
@@ -286,7 +286,7 @@ static void drain_locked(char *buf, size_t cap, int sig) {
         t += 1;
       } else if (kind == CP_REC_EVENT_C) {
         cp_rec r;
-        cp_erec_expand((const cp_erec *)u, tid, &r);
+        cp_erec_expand((const cp_erec *)u, rg->tid, &r);
         len += cp_trace_json(&r, buf + len);
         t += 2;
       } else {
