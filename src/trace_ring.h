@@ -41,14 +41,22 @@ extern atomic_int cp_trace_accept;   /* the trace takes records */
  * counted, or the trace takes no records). */
 cp_unit *cp_trace_reserve_slow(unsigned n);
 
-static inline cp_unit *cp_trace_reserve(unsigned n) {
+/* The common case of cp_trace_reserve only: NULL where the slow path
+ * would have to decide (no call, so a caller can stay a leaf function and
+ * save no registers; it then takes its own out-of-line way). */
+static inline cp_unit *cp_trace_reserve_fast(unsigned n) {
   cp_ring *rg = cp_tl_ring;
   if (__builtin_expect(rg != NULL && atomic_load_explicit(&cp_trace_accept, memory_order_relaxed), 1)) {
     const uint64_t h = rg->head_priv;
     if (__builtin_expect(h + n - rg->tail_cache <= rg->half && (h & rg->mask) + n <= rg->mask + 1, 1))
       return &rg->slots[h & rg->mask];
   }
-  return cp_trace_reserve_slow(n);
+  return NULL;
+}
+
+static inline cp_unit *cp_trace_reserve(unsigned n) {
+  cp_unit *u = cp_trace_reserve_fast(n);
+  return __builtin_expect(u != NULL, 1) ? u : cp_trace_reserve_slow(n);
 }
 
 /* Publish the n units cp_trace_reserve returned. */
