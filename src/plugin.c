@@ -672,11 +672,11 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, 1, t->sampled);
   const uint64_t handle = cp_handle_make(path, pool->comm_index, idx, s->gen);
   if (trace) {
-    /* start_record's compact case inlined (comm is ctxv's here): the call
-     * passed fourteen values, eight of them on the stack.  Callgrind
+    /* start_record's compact case inlined: the call passed fourteen
+     * values, eight of them on the stack.  Callgrind
      * (test/bench/instr_per_event.sh): about 40 fewer instructions per
      * event with the trace on, 8 more with it off. */
-    if (LIKELY(type != ncclProfileColl && path < CP_PATH_PXN))
+    if (LIKELY(type != ncclProfileColl && path < CP_PATH_PXN && ctxv == comm->ctx_value))
       start_record_c(t, &s->erec, d, type, path, pool->comm_index, dt, now, pobj, handle);
     else
       start_record(t, s, d, comm, 0, type, path, mypid, func, dt, now, pobj, handle, ctxv);
