@@ -83,18 +83,24 @@ def estimate(sizes):
     return est, covered, outliers
 
 
+def final_paths(rankfile):
+    """A rank file's path records, the last one of each local id (a file
+    gets its final numbers appended at finalize)."""
+    last = {}
+    for line in open(rankfile):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if r.get("recordType") == "path":
+            last[r["local"]] = r
+    return list(last.values())
+
+
 def main():
     bad, n = [], 0
     for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
-        last = {}
-        for line in open(f):
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if r.get("recordType") == "path":
-                last[r["local"]] = r
-        for p in last.values():
+        for p in final_paths(f):
             if "gpuSizes" not in p:
                 continue
             n += 1

@@ -43,15 +43,7 @@ def path_records(profdir):
     """Every rank's final path records: {path string: [record, ...]}."""
     out = {}
     for f in sorted(glob.glob(os.path.join(profdir, "*.jsonl"))):
-        last = {}
-        for line in open(f):
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if r.get("recordType") == "path":
-                last[r["local"]] = r
-        for p in last.values():
+        for p in oracle.final_paths(f):
             out.setdefault(p["path"], []).append(p)
     return out
 
