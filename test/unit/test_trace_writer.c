@@ -531,7 +531,7 @@ static int sc_move(const char *expf) {
 /* LeakSanitizer asks this at exit.  A child forked while another thread
  * (the trace writer) held the sanitizer's allocator lock inherits the lock
  * held, and the exit-time leak check then waits for it for ever (seen
- * under SAN=address about once in 10 to 150 runs of this scenario); the
+ * under SAN=address in 1 of 6 to 1 of 150 runs of this scenario); the
  * child's leaks are the parent's anyway, which still checks its own. */
 int __lsan_is_turned_off(void);
 static volatile int in_fork_child;
