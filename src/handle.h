@@ -14,7 +14,9 @@
  *                        stays right however long ago the parent stopped)
  *   43..32  comm index   pool owner; 0 = process-wide PXN detach pool,
  *                        CP_COMM_SCRATCH = the self-cost scratch pool
- *   31..8   slot         slot index in that pool (top 256 values: fallback set)
+ *   31..8   slot         31..28 lane: which of the communicator's pools (one
+ *                        per calling thread, registry.h); 27..8 the slot's
+ *                        index in that pool (top 256 values: fallback set)
  *    7..0   generation   low 8 bits of the slot's 32-bit generation (never 0): detects
  *                        that the slot was handed out again since
  *
@@ -35,6 +37,19 @@
 #define CP_COMM_MAX 4094u              /* highest registry index */
 #define CP_SLOT_BITS 24
 #define CP_SLOT_LIMIT (1u << CP_SLOT_BITS)
+/* The slot field's top CP_LANE_BITS name the pool (lane) of the
+ * communicator, the rest the slot in it. */
+#define CP_LANE_BITS 4
+#define CP_LANES (1u << CP_LANE_BITS)
+#define CP_LOCAL_BITS (CP_SLOT_BITS - CP_LANE_BITS)
+#define CP_LOCAL_MASK ((1u << CP_LOCAL_BITS) - 1)
+static inline uint32_t cp_slot_lane(uint32_t slot) { return slot >> CP_LOCAL_BITS; }
+static inline uint32_t cp_slot_local(uint32_t slot) { return slot & CP_LOCAL_MASK; }
+/* Tag, comm index and lane of a handle as handle bits: what names a pool. */
+#define CP_HKEY_MASK 0xF0000FFFF0000000ull
+static inline uint64_t cp_pool_hkey(uint32_t comm, uint32_t lane) {
+  return (0xCULL << 60) | ((uint64_t)(comm & 0xFFFu) << 32) | ((uint64_t)(lane & (CP_LANES - 1)) << 28);
+}
 
 typedef struct cp_handle_fields {
   uint32_t path;   /* 16 bits */

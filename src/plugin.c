@@ -139,11 +139,10 @@ int cp_core_nccl_version(void) { return atomic_load_explicit(&g.nccl_version, me
 double cp_core_event_cost(void) { return g.event_cost; }
 void cp_plugin_stop(void) { atomic_store(&g.stopped, 1); }
 
-cp_pool *cp_core_pool_for(uint32_t idx) {
-  if (idx == 0) return atomic_load_explicit(&g.detach, memory_order_acquire);
-  if (idx == CP_COMM_SCRATCH) return atomic_load_explicit(&g.scratch, memory_order_acquire);
-  cp_comm *c = cp_registry_get_mut(idx);
-  return c ? c->pool : NULL;
+cp_pool *cp_core_pool_for(uint32_t idx, uint32_t lane) {
+  if (idx == 0) return lane ? NULL : atomic_load_explicit(&g.detach, memory_order_acquire);
+  if (idx == CP_COMM_SCRATCH) return lane ? NULL : atomic_load_explicit(&g.scratch, memory_order_acquire);
+  return cp_registry_lane(idx, lane);
 }
 
 void cp_core_set_scratch(cp_pool *p, uint64_t ctx) {
@@ -151,26 +150,64 @@ void cp_core_set_scratch(cp_pool *p, uint64_t ctx) {
   atomic_store(&g.scratch_ctx, p ? ctx : 0);
 }
 
-/* Per-thread memo of the last context and pool index decoded. */
+/* Per-thread memo of the pool a handle named last (stop, state). */
+static inline void pool_remember(cp_thr *t, cp_pool *p) {
+  t->last_pidx = p->comm_index | p->lane << CP_COMM_BITS;
+  t->last_pool = p;
+  t->last_hkey = p->hkey;
+}
+static inline cp_pool *pool_lookup(cp_thr *t, uint32_t idx, uint32_t lane) {
+  if (LIKELY(t->last_pool && (idx | lane << CP_COMM_BITS) == t->last_pidx)) return t->last_pool;
+  cp_pool *p = cp_core_pool_for(idx, lane);
+  if (p && idx != CP_COMM_SCRATCH) pool_remember(t, p);   /* the scratch pool is never cached */
+  return p;
+}
+
+/* This thread's lane of communicator c (registry.h): the lane it owns, or
+ * the first free one, created now (once per thread and communicator, not
+ * per event); with every lane taken, or no memory, or c finalized, one it
+ * shares.  Never NULL: lane 0 exists from registration. */
+__attribute__((noinline)) static cp_pool *lane_of(cp_thr *t, cp_comm *c) {
+  const uintptr_t me = (uintptr_t)t;
+  for (uint32_t i = 0; i < CP_LANES; i++)
+    if (__atomic_load_n(&c->lane_owner[i], __ATOMIC_ACQUIRE) == me) return __atomic_load_n(&c->lanes[i], __ATOMIC_ACQUIRE);
+  cp_pool *p = NULL;
+  while (atomic_flag_test_and_set_explicit(&c->lanes_lock, memory_order_acquire)) cp_cpu_relax();
+  if (!__atomic_load_n(&c->finalized, __ATOMIC_ACQUIRE))
+    for (uint32_t i = 0; i < CP_LANES; i++) {
+      if (__atomic_load_n(&c->lane_owner[i], __ATOMIC_RELAXED)) continue;
+      const cp_config *cfg = cp_config_get();
+      p = i == 0 ? c->lanes[0] : cp_pool_create_lane(c->index, i, cfg->pool_size, cfg->blacklist_cap);
+      if (p) {
+        __atomic_store_n(&c->lanes[i], p, __ATOMIC_RELEASE);
+        __atomic_store_n(&c->lane_owner[i], me, __ATOMIC_RELEASE);
+      }
+      break;
+    }
+  atomic_flag_clear_explicit(&c->lanes_lock, memory_order_release);
+  if (!p) p = __atomic_load_n(&c->lanes[(me >> 6) % CP_LANES], __ATOMIC_ACQUIRE);
+  return p ? p : c->lanes[0];
+}
+
+/* Per-thread memo of the last context decoded, with this thread's lane
+ * of it (also remembered as the pool its stops and states will name). */
 static inline cp_comm *ctx_lookup(cp_thr *t, uint64_t v) {
   if (LIKELY(v && v == t->last_ctx)) return t->last_comm;
   cp_comm *c = cp_registry_from_ctx(v);
-  if (c) { t->last_ctx = v; t->last_comm = c; }
+  if (c) {
+    t->last_lpool = lane_of(t, c);
+    pool_remember(t, t->last_lpool);
+    t->last_ctx = v;
+    t->last_comm = c;
+  }
   return c;
 }
-static inline cp_pool *pool_lookup(cp_thr *t, uint32_t idx) {
-  if (LIKELY(t->last_pool && idx == t->last_pidx)) return t->last_pool;
-  cp_pool *p = cp_core_pool_for(idx);
-  if (p && idx != CP_COMM_SCRATCH) {   /* the scratch pool is never cached */
-    t->last_pidx = idx;
-    t->last_pool = p;
-    t->last_hkey = (CP_HANDLE_TAG << 60) | ((uint64_t)idx << 32);
-  }
-  return p;
+/* A handle of pool p with these fields (p->hkey: tag, comm, lane). */
+static inline uint64_t pool_handle(const cp_pool *p, uint32_t path, uint32_t idx, uint32_t gen) {
+  return p->hkey | ((uint64_t)(path & 0xFFFFu) << 44) | ((uint64_t)(idx & CP_LOCAL_MASK) << 8) | (gen & 0xFFu);
 }
-/* Whether handle h names the pool cached above: tag and comm bits in one
- * compare (last_hkey is 0 until a pool is cached). */
-#define CP_HKEY_MASK 0xF0000FFF00000000ull
+/* Whether handle h names the pool cached above: tag, comm and lane bits
+ * in one compare (last_hkey is 0 until a pool is cached). */
 static inline int handle_in_last_pool(const cp_thr *t, uint64_t h) {
   const uint64_t k = t->last_hkey;
   return k && ((h ^ k) & CP_HKEY_MASK) == 0;
@@ -238,20 +275,21 @@ static void lifecycle(const cp_comm *c, uint64_t ctx, uint32_t mask, int fini) {
 
 /* Parent link of a new event, taken under the parent pool's lock. */
 typedef struct plink {
-  uint32_t slot, gen;
+  uint32_t slot, gen;   /* slot: lane and index, as in the handle */
   int32_t origin_pid;
   int linked;
   uint32_t kc_epoch;     /* KernelCh that took a hold: its expectation's epoch */
 } plink;
 
 static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l, int kch) {
-  cp_slot *ps = cp_pool_slot(pp, pf->slot);
+  const uint32_t ls = cp_slot_local(pf->slot);
+  cp_slot *ps = cp_pool_slot(pp, ls);
   if (!ps || (cp_slot_key(ps) & ~CP_KEY_LIVE) != ((uint64_t)pf->gen | (uint64_t)pf->path << 32)) return;
   /* A KernelCh takes over one of the references its Coll/P2p holds for it
    * (pool.h); one beyond them, or of an unsampled call, takes its own. */
   if (kch && cp_pool_hold_take(ps)) l->kc_epoch = ps->kc_epoch;
-  else cp_pool_ref(pp, ps, pf->slot);
-  l->slot = pf->slot;
+  else cp_pool_ref(pp, ps, ls);
+  l->slot = pf->slot;   /* lane and index: the parent's pool is found again at stop */
   l->gen = ps->gen;
   l->origin_pid = ps->origin_pid;
   l->linked = 1;
@@ -465,15 +503,16 @@ static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool
  * the pool (held on entry), one bad call. */
 __attribute__((cold, noinline)) static void start_no_slot(cp_pool *pool, cp_pool *ppool, const plink *pl) {
   const int released = pool->released;
+  const uint32_t ls = cp_slot_local(pl->slot);
   if (pl->linked && ppool == pool) {
-    cp_slot *ps = cp_pool_slot(pool, pl->slot);
-    if (ps && ps->gen == pl->gen) cp_pool_unref(pool, ps, pl->slot);
+    cp_slot *ps = cp_pool_slot(pool, ls);
+    if (ps && ps->gen == pl->gen) cp_pool_unref(pool, ps, ls);
   }
   cp_pool_unlock(pool);
   if (pl->linked && ppool != pool) {
     cp_pool_lock(ppool);
-    cp_slot *ps = cp_pool_slot(ppool, pl->slot);
-    if (ps && ps->gen == pl->gen) cp_pool_unref(ppool, ps, pl->slot);
+    cp_slot *ps = cp_pool_slot(ppool, ls);
+    if (ps && ps->gen == pl->gen) cp_pool_unref(ppool, ps, ls);
     cp_pool_unlock(ppool);
   }
   if (released) bad(W_AFTER_FINI, "startEvent on a finalized communicator; ignored");
@@ -509,7 +548,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
       bad(W_AFTER_FINI, "startEvent on a finalized communicator; ignored");
       return NCCL_OK;
     }
-    pool = comm->pool;
+    pool = t->last_lpool;   /* ctx_lookup: this thread's lane of comm */
   } else if (!pxn && ctxv && ctxv == atomic_load_explicit(&g.scratch_ctx, memory_order_relaxed)) {
     pool = atomic_load_explicit(&g.scratch, memory_order_acquire);
     scratch = 1;
@@ -536,8 +575,9 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   } else if (pxn && type == ncclProfileProxyOp) {
     parent_path = CP_PATH_PXN;         /* parentObj lives in another process */
     pdec = 0;
-  } else if (pdec && (ppool = pool_lookup(t, pf.comm)) != NULL) {
-    parent_path = pf.path;
+  } else if (pdec && (ppool = ((pool->hkey ^ pobj) & CP_HKEY_MASK) == 0 ? pool
+                                : cp_core_pool_for(pf.comm, cp_slot_lane(pf.slot))) != NULL) {
+    parent_path = pf.path;   /* its pool: ours, or one not remembered (not this thread's) */
   } else {
     parent_path = CP_PATH_UNKNOWN;
     pdec = 0;
@@ -593,12 +633,9 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   }
   if (pxn) s->origin_pid = type == ncclProfileProxyOp ? d->proxyOp.pid : pl.origin_pid;
   start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, !pxn && !scratch, kc_call);
-  const uint64_t handle = cp_handle_make(path, pool->comm_index, idx, s->gen);
+  const uint64_t handle = pool_handle(pool, path, idx, s->gen);
   if (trace) start_record(t, s, d, comm, pxn, type, path, mypid, func, dt, now, pobj, handle, ctxv);
-  if (!scratch) {
-    pool->events++;
-    if (comm) __atomic_store_n(&comm->events, pool->events, __ATOMIC_RELAXED);
-  }
+  if (!scratch) pool->events++;
   cp_pool_unlock(pool);
   *eHandle = (void *)(uintptr_t)handle;
   if (scratch) return NCCL_OK;
@@ -621,7 +658,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
                                                             const ncclProfilerEventDescr_v5_t *d,
                                                             uint64_t ctxv) {
   cp_comm *comm = t->last_comm;
-  cp_pool *pool = comm->pool;
+  cp_pool *pool = t->last_lpool;
   const uint64_t type64 = d->type;
   const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
   if (UNLIKELY((!valid_type(type64)) | __atomic_load_n(&comm->finalized, __ATOMIC_RELAXED) |
@@ -632,7 +669,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   if (UNLIKELY(type == ncclProfileProxyOp) && d->proxyOp.pid != mypid) return 0;
   uint32_t parent_path = CP_PATH_NONE;
   if (pobj) {
-    if ((pobj >> 60) != CP_HANDLE_TAG || ((uint32_t)(pobj >> 32) & 0xFFFu) != pool->comm_index) return 0;
+    if (((pobj ^ pool->hkey) & CP_HKEY_MASK) != 0) return 0;   /* not this lane's */
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
     if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return 0;
   }
@@ -670,7 +707,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     s->parent_gen = pl.gen;
   }
   start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, 1, t->sampled);
-  const uint64_t handle = cp_handle_make(path, pool->comm_index, idx, s->gen);
+  const uint64_t handle = pool_handle(pool, path, idx, s->gen);
   if (trace) {
     /* start_record's compact case inlined: the call passed fourteen
      * values, eight of them on the stack.  Callgrind
@@ -682,7 +719,6 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
       start_record(t, s, d, comm, 0, type, path, mypid, func, dt, now, pobj, handle, ctxv);
   }
   pool->events++;
-  __atomic_store_n(&comm->events, pool->events, __ATOMIC_RELAXED);
   cp_pool_unlock(pool);
   *eHandle = (void *)(uintptr_t)handle;
   cp_inc(&t->events, 1);
@@ -714,9 +750,10 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
  * for the KernelCh's own path either). */
 static inline int parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen, int took_ref, uint64_t dur,
                                 int kch, uint64_t gs, uint64_t ge) {
-  cp_slot *ps = cp_pool_slot(pp, pslot);
+  const uint32_t ls = cp_slot_local(pslot);
+  cp_slot *ps = cp_pool_slot(pp, ls);
   if (!ps || ps->gen != pgen) return 1;
-  if (took_ref) cp_pool_unref(pp, ps, pslot);
+  if (took_ref) cp_pool_unref(pp, ps, ls);
   if (ps->live) ps->child_ns += dur;
   if (kch && ps->kc_seq && pp->kc_ops - ps->kc_seq >= CP_KC_SLOT_TRUST) {
     ps->span_bad = 1;
@@ -741,7 +778,8 @@ static inline int parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen, int 
 __attribute__((noinline)) static int parent_update_other(cp_thr *t, uint32_t pcomm, uint32_t pslot, uint32_t pgen,
                                                          int took_ref, uint64_t dur, int kch, uint64_t gs,
                                                          uint64_t ge) {
-  cp_pool *pp = pool_lookup(t, pcomm);
+  (void)t;
+  cp_pool *pp = cp_core_pool_for(pcomm, cp_slot_lane(pslot));   /* not remembered: not this thread's */
   int ok = 1;
   if (pp) {
     cp_pool_lock(pp);
@@ -797,7 +835,7 @@ static cp_pool *handle_pool_checked(uint64_t h, cp_handle_fields *f, cp_thr **tp
     return NULL;
   }
   cp_thr *t = *tp = cp_thr_get();
-  cp_pool *pool = pool_lookup(t, f->comm);
+  cp_pool *pool = pool_lookup(t, f->comm, cp_slot_lane(f->slot));
   if (UNLIKELY(!pool)) { bad_handle(W_FOREIGN_HANDLE, cb, "with a handle collprof did not create"); return NULL; }
   if (UNLIKELY(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED))) {
     bad_handle(W_AFTER_FINI, cb, "after its communicator was finalized; ignored");
@@ -838,8 +876,9 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   const cp_handle_fields f = *pf;
   const int trace = !scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
   const uint64_t now = cp_clock_now();
+  const uint32_t ls = cp_slot_local(f.slot);
   cp_pool_lock(pool);
-  cp_slot *s = cp_pool_slot(pool, f.slot);
+  cp_slot *s = cp_pool_slot(pool, ls);
   if (UNLIKELY(!s || cp_slot_key(s) != cp_handle_key(h))) {
     const int released = pool->released, twice = s && cp_slot_key(s) == (cp_handle_key(h) & ~CP_KEY_LIVE);
     cp_pool_unlock(pool);
@@ -871,11 +910,13 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   int kch_ok = 1;
   const int plinked = s->parent_linked, took_ref = s->took_ref;
   const uint32_t pcomm = s->parent_comm, pslot = s->parent_slot, pgen = s->parent_gen;
-  if (plinked && pcomm == f.comm) kch_ok = parent_update(pool, pslot, pgen, took_ref, dur, kch, gs, ge);
+  /* the parent in this pool: same communicator and lane */
+  const int same = pcomm == f.comm && ((pslot ^ f.slot) >> CP_LOCAL_BITS) == 0;
+  if (plinked && same) kch_ok = parent_update(pool, pslot, pgen, took_ref, dur, kch, gs, ge);
   if (trace) stop_record(t, s, now);
-  cp_pool_release(pool, s, f.slot);
+  cp_pool_release(pool, s, ls);
   cp_pool_unlock(pool);
-  if (UNLIKELY(plinked && pcomm != f.comm)) kch_ok = parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge);
+  if (UNLIKELY(plinked && !same)) kch_ok = parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge);
   if (UNLIKELY(kc_epoch)) cp_mask_kc_done(kc_epoch);
   if (UNLIKELY(!kch_ok)) cp_affinity_gpu_lag();   /* outside the pool lock: may print */
   if (UNLIKELY(scratch)) {
@@ -976,7 +1017,7 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
                                                                     const ncclProfilerEventStateArgs_v5_t *a, int scratch) {
   const cp_handle_fields f = *pf;
   cp_pool_lock(pool);
-  cp_slot *s = cp_pool_slot(pool, f.slot);
+  cp_slot *s = cp_pool_slot(pool, cp_slot_local(f.slot));
   if (UNLIKELY(!s || cp_slot_key(s) != cp_handle_key(h))) {
     const int released = pool->released, stopped = s && cp_slot_key(s) == (cp_handle_key(h) & ~CP_KEY_LIVE);
     cp_pool_unlock(pool);
@@ -1036,9 +1077,10 @@ static inline __attribute__((always_inline)) void state_put_fast(const cp_thr *t
 __attribute__((noinline)) static ncclResult_t state_kc_stop(cp_thr *t, cp_pool *pool, uint64_t h,
                                                            const ncclProfilerEventStateArgs_v5_t *a) {
   const cp_handle_fields f = cp_handle_fields_of(h);
-  if (UNLIKELY(!a || f.path == CP_PATH_NONE || cp_pool_peek_live(pool, f.slot, cp_handle_key(h)) != 1))
+  const uint32_t ls = cp_slot_local(f.slot);
+  if (UNLIKELY(!a || f.path == CP_PATH_NONE || cp_pool_peek_live(pool, ls, cp_handle_key(h)) != 1))
     return state_body(t, pool, &f, h, ncclProfilerKernelChStop, a, 0);
-  cp_slot *s = &pool->slots0[f.slot];      /* peek_live == 1: in the first chunk */
+  cp_slot *s = &pool->slots0[ls];          /* peek_live == 1: in the first chunk */
   if (UNLIKELY(s->type != ncclProfileKernelCh))
     return state_body(t, pool, &f, h, ncclProfilerKernelChStop, a, 0);
   __atomic_store_n(&s->gpu_stop, a->pTimer, __ATOMIC_RELAXED);
@@ -1093,7 +1135,7 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
   if (UNLIKELY(eState == ncclProfilerKernelChStop)) return state_kc_stop(t, pool, h, a);
   const uint32_t path = (uint32_t)(h >> 44) & 0xFFFFu;
   if (UNLIKELY(path == CP_PATH_NONE) ||
-      UNLIKELY(cp_pool_peek_live(pool, (uint32_t)(h >> 8) & 0xFFFFFFu, cp_handle_key(h)) != 1))
+      UNLIKELY(cp_pool_peek_live(pool, (uint32_t)(h >> 8) & CP_LOCAL_MASK, cp_handle_key(h)) != 1))
     return state_more(t, pool, h, eState, a, 0);
   /* The profile entry's chunk not there yet: state_body counts it (and
    * allocates the chunk) under the lock, the one call here that would not
@@ -1147,16 +1189,21 @@ static ncclResult_t fini_common(void *context) {
     bad(W_DOUBLE_FINI, "finalize twice on one communicator; ignored");
     return NCCL_OK;
   }
-  if (c->pool) {
-    __atomic_store_n(&c->pool->finalized, 1, __ATOMIC_RELAXED);
-    /* Its slots go now: a job that creates and destroys communicators in a
-     * loop must not grow.  Pending GPU spans and live events are accounted
-     * first; the pool struct and the registry entry stay (trace writer,
-     * summary, and handles that still name the index). */
-    cp_pool_lock(c->pool);
-    cp_pool_release_chunks(c->pool);
-    cp_pool_unlock(c->pool);
+  /* Its slots go now: a job that creates and destroys communicators in a
+   * loop must not grow.  Pending GPU spans and live events are accounted
+   * first; the pool structs and the registry entry stay (trace writer,
+   * summary, and handles that still name the index).  Under lanes_lock: a
+   * lane created from now on would see finalized and not be. */
+  while (atomic_flag_test_and_set_explicit(&c->lanes_lock, memory_order_acquire)) cp_cpu_relax();
+  for (uint32_t i = 0; i < CP_LANES; i++) {
+    cp_pool *p = c->lanes[i];
+    if (!p) continue;
+    __atomic_store_n(&p->finalized, 1, __ATOMIC_RELAXED);
+    cp_pool_lock(p);
+    cp_pool_release_chunks(p);
+    cp_pool_unlock(p);
   }
+  atomic_flag_clear_explicit(&c->lanes_lock, memory_order_release);
   lifecycle(c, ctxv, 0, 1);
   if (__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED)) cp_capture_fini(ctxv);
   if (atomic_fetch_sub(&g.active_comms, 1) == 1 && cp_output_on_last_finalize)

@@ -18,7 +18,7 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
 
 /* Pool of a handle's comm index: 0 detach pool, CP_COMM_SCRATCH the
  * self-cost pool, else the registry's.  NULL if none. */
-cp_pool *cp_core_pool_for(uint32_t comm_index);
+cp_pool *cp_core_pool_for(uint32_t comm_index, uint32_t lane);
 
 /* Self-cost probe: route events of context `ctx` to the unregistered
  * scratch pool p (NULL/0 to stop).  Such events record nothing. */

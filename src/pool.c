@@ -63,12 +63,18 @@ static cp_slot *chunk_get(uint32_t nslots) {
 uint64_t cp_pool_cache_bytes(void) { return atomic_load_explicit(&cache_bytes, memory_order_relaxed); }
 
 cp_pool *cp_pool_create(uint32_t comm_index, uint32_t chunk_size, uint64_t blacklist_cap) {
+  return cp_pool_create_lane(comm_index, 0, chunk_size, blacklist_cap);
+}
+
+cp_pool *cp_pool_create_lane(uint32_t comm_index, uint32_t lane, uint32_t chunk_size, uint64_t blacklist_cap) {
   cp_pool *p = cp_calloc_lines(sizeof *p);
   if (!p) return NULL;
   atomic_flag_clear(&p->lock);
   if (chunk_size == 0) chunk_size = 1024;
   if (chunk_size > CP_POOL_FB_BASE) chunk_size = CP_POOL_FB_BASE;
   p->comm_index = comm_index;
+  p->lane = lane;
+  p->hkey = cp_pool_hkey(comm_index, lane);
   p->chunk_size = chunk_size;
   p->chunk_shift = (chunk_size & (chunk_size - 1)) ? -1 : __builtin_ctz(chunk_size);
   p->max_chunks = CP_POOL_FB_BASE / chunk_size;

@@ -45,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include "handle.h"
 #include "trace.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -55,7 +56,8 @@
 
 #define CP_SLOT_NIL 0xFFFFFFFFu
 #define CP_POOL_FB_MAX 256u
-#define CP_POOL_FB_BASE ((1u << 24) - CP_POOL_FB_MAX)   /* slot index of fallback 0 */
+/* slot index of fallback 0; indices fit the handle's CP_LOCAL_BITS */
+#define CP_POOL_FB_BASE ((1u << CP_LOCAL_BITS) - CP_POOL_FB_MAX)
 
 typedef struct cp_slot {
   /* first cache line: what every start, stop and state touches */
@@ -132,6 +134,8 @@ typedef struct cp_pool {
   atomic_flag lock;
   char pad0[60];
   uint32_t comm_index;
+  uint32_t lane;         /* which of the communicator's pools (registry.h) */
+  uint64_t hkey;         /* cp_pool_hkey(comm_index, lane) */
   uint32_t chunk_size;
   int chunk_shift;       /* log2(chunk_size) when a power of two, else -1 */
   uint32_t cap0;         /* slots in chunks[0] while it exists, else 0: most
@@ -167,6 +171,8 @@ typedef struct cp_pool {
 /* A pool with chunks of chunk_size slots (0 -> 1024) and a blacklist of
  * blacklist_cap (0 -> 1).  NULL when out of memory. */
 cp_pool *cp_pool_create(uint32_t comm_index, uint32_t chunk_size, uint64_t blacklist_cap);
+/* The same, as lane `lane` of its communicator (cp_pool_create: lane 0). */
+cp_pool *cp_pool_create_lane(uint32_t comm_index, uint32_t lane, uint32_t chunk_size, uint64_t blacklist_cap);
 
 static inline void cp_pool_lock(cp_pool *p) {
   while (atomic_flag_test_and_set_explicit(&p->lock, memory_order_acquire))

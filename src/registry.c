@@ -52,13 +52,14 @@ void cp_registry_after_fork(void) { atomic_store(&reg_salt, draw_salt()); }
 cp_comm *cp_registry_add(uint64_t comm_id, const char *comm_name, int nnodes, int nranks, int nccl_rank,
                          const char *gpu_uuid) {
   const cp_config *cfg = cp_config_get();
-  cp_comm *c = cp_calloc_lines(sizeof *c);   /* events is written per event */
+  cp_comm *c = cp_calloc_lines(sizeof *c);
   if (!c) return NULL;
   pthread_mutex_lock(&reg_mu);
   uint32_t idx = atomic_load_explicit(&reg_count, memory_order_relaxed) + 1;
   if (idx > CP_COMM_MAX) { pthread_mutex_unlock(&reg_mu); free(c); return NULL; }
-  c->pool = cp_pool_create(idx, cfg->pool_size, cfg->blacklist_cap);
-  if (!c->pool) { pthread_mutex_unlock(&reg_mu); free(c); return NULL; }
+  c->lanes[0] = cp_pool_create(idx, cfg->pool_size, cfg->blacklist_cap);
+  if (!c->lanes[0]) { pthread_mutex_unlock(&reg_mu); free(c); return NULL; }
+  atomic_flag_clear(&c->lanes_lock);
   c->index = idx;
   c->comm_id = comm_id;
   if (comm_name) {
@@ -92,6 +93,11 @@ cp_comm *cp_registry_get_mut(uint32_t index) {
 }
 
 const cp_comm *cp_registry_get(uint32_t index) { return cp_registry_get_mut(index); }
+
+struct cp_pool *cp_registry_lane(uint32_t index, uint32_t lane) {
+  const cp_comm *c = cp_registry_get(index);
+  return c && lane < CP_LANES ? __atomic_load_n(&c->lanes[lane], __ATOMIC_ACQUIRE) : NULL;
+}
 
 uint32_t cp_registry_count(void) { return atomic_load_explicit(&reg_count, memory_order_acquire); }
 

@@ -9,7 +9,9 @@
  */
 #ifndef COLLPROF_REGISTRY_H
 #define COLLPROF_REGISTRY_H
+#include <stdatomic.h>
 #include <stdint.h>
+#include "handle.h"
 
 struct cp_pool;
 
@@ -20,20 +22,26 @@ typedef struct cp_comm {
   int nranks, nnodes, nccl_rank;
   char gpu_uuid[40];       /* "" without a CUDA driver */
   uint64_t ctx_value;      /* the value handed to NCCL as context */
-  struct cp_pool *pool;
+  /* Its event pools, one per calling thread (a lane each, named in the
+   * handle: handle.h).  NCCL calls a communicator from the application
+   * thread and from its proxy thread (ProxyCtrl, KernelCh, ProxyOp,
+   * ProxyStep); with one pool the two took one lock, and the lines of
+   * the lock, the round-robin cursor and the counters went back and forth
+   * between the two cores at every event (collprof-bench --proxy: the
+   * application thread's cost per event 2-4 times higher).  A thread takes
+   * the first free lane when it first starts an event here (lane_owner:
+   * its cp_thr); children link to parents in other lanes as to any other
+   * pool.  Lane 0 exists from registration; with every lane taken, a
+   * thread shares one (pools are locked: correct, only slower). */
+  struct cp_pool *lanes[CP_LANES];
+  uintptr_t lane_owner[CP_LANES];
+  atomic_flag lanes_lock;  /* lane creation against finalize */
   int finalized;
   /* The trace's per-communicator fields of an event line, formatted once
    * at registration (trace_json.c copies them):
    * ,"gpuUuid":"...","commId":"...","rank":N */
   uint32_t json_id_len;
   char json_id[320];
-  /* Events recorded (relaxed atomic), stored at every event start by the
-   * recording thread: on a cache line of its own (the entry is allocated
-   * in whole lines), away from json_id, ctx_value and nccl_rank, which
-   * the trace writer reads for every line it formats; sharing a line, the
-   * two cores would take it from each other at every event. */
-  uint64_t events __attribute__((aligned(64)));
-  char events_line[64 - sizeof(uint64_t)];
 } cp_comm;
 
 /* The communicator with this registry index, NULL if none. */
@@ -50,6 +58,9 @@ cp_comm *cp_registry_add(uint64_t comm_id, const char *comm_name, int nnodes,
  * this process handed out (foreign PXN context, garbage, NULL).  Pure
  * arithmetic on the value plus a table lookup: never dereferences it. */
 cp_comm *cp_registry_from_ctx(uint64_t ctx_value);
+/* Lane `lane`'s pool of communicator `index` (lane 0: the one created at
+ * registration), NULL if none. */
+struct cp_pool *cp_registry_lane(uint32_t index, uint32_t lane);
 /* Writable entry by index (recording core only). */
 cp_comm *cp_registry_get_mut(uint32_t index);
 /* The per-process salt in context values; redrawn in a forked child so the

@@ -150,18 +150,24 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
     ci->nnodes = c->nnodes;
     ci->nccl_rank = c->nccl_rank;
     memcpy(ci->gpu_uuid, c->gpu_uuid, sizeof ci->gpu_uuid);
-    ci->events = __atomic_load_n(&c->events, __ATOMIC_RELAXED);
     ci->finalized = __atomic_load_n(&c->finalized, __ATOMIC_RELAXED);
     memory += sizeof *c;
-    if (c->pool) {
-      cp_pool_lock(c->pool);
-      ci->gpu_offset_ns = c->pool->gpu_off;
-      ci->gpu_offset_valid = c->pool->gpu_off_valid;
-      cp_pool_unlock(c->pool);
-      scan_pool(c->pool, &sc, &out->blacklist_evictions, &memory);
+    /* its lanes (one pool per calling thread, registry.h): events summed,
+     * the GPU clock offset the least of theirs */
+    for (uint32_t l = 0; l < CP_LANES; l++) {
+      cp_pool *p = cp_registry_lane(i, l);
+      if (!p) continue;
+      cp_pool_lock(p);
+      ci->events += p->events;
+      if (p->gpu_off_valid && (!ci->gpu_offset_valid || p->gpu_off < ci->gpu_offset_ns)) {
+        ci->gpu_offset_ns = p->gpu_off;
+        ci->gpu_offset_valid = 1;
+      }
+      cp_pool_unlock(p);
+      scan_pool(p, &sc, &out->blacklist_evictions, &memory);
     }
   }
-  scan_pool(cp_core_pool_for(0), &sc, &out->blacklist_evictions, &memory);
+  scan_pool(cp_core_pool_for(0, 0), &sc, &out->blacklist_evictions, &memory);
   for (size_t i = 0; i < n; i++) {
     collprof_path_stat *p = &out->paths[i];
     if (p->calls == 0) p->min_ns = p->max_ns = 0;

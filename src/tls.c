@@ -77,7 +77,7 @@ cp_thr *cp_thr_all(void) { return atomic_load_explicit(&thr_head, memory_order_a
 void cp_thr_after_fork(void) {
   if (cp_tls_thr) cp_tls_thr->tid = (int)syscall(SYS_gettid);
   /* contexts get a new salt in the child: forget decoded ones */
-  for (cp_thr *t = cp_thr_all(); t; t = t->next) { t->last_ctx = 0; t->last_comm = NULL; }
+  for (cp_thr *t = cp_thr_all(); t; t = t->next) { t->last_ctx = 0; t->last_comm = NULL; t->last_lpool = NULL; }
 }
 
 uint64_t cp_thr_memory(void) {

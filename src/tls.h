@@ -44,6 +44,7 @@ typedef struct cp_thr {
    * pools are never freed, so the pointers stay valid */
   uint64_t last_ctx;
   struct cp_comm *last_comm;
+  struct cp_pool *last_lpool;   /* this thread's pool (lane) of last_comm */
   uint32_t last_pidx;
   struct cp_pool *last_pool;
   uint64_t last_hkey;           /* handle tag and last_pidx as handle bits, 0 = none */

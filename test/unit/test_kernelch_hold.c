@@ -19,7 +19,7 @@
 
 static cp_pool *pool_of(void *ctx) {
   cp_comm *c = cp_registry_from_ctx((uint64_t)(uintptr_t)ctx);
-  return c ? c->pool : NULL;
+  return c ? c->lanes[0] : NULL;
 }
 
 /* More than a pool's worth of unrelated events, started and stopped. */
