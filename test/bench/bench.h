@@ -18,11 +18,14 @@ typedef struct bench_result {
   uint64_t max_ns;        /* slowest thread's timed loop */
   double ns_per_event;    /* mean over threads of thread time / thread events */
   long long dropped;      /* trace records dropped (parent reads the output), -1 none */
+  uint64_t proxy_events;  /* proxy mode: starts on the proxy threads */
+  uint64_t full_waits;    /* proxy mode: application waits on a full queue */
 } bench_result;
 
 /* Child entry: drive `plugin` (a .so exporting ncclProfiler_v5) on
  * `threads` threads, `iters` API calls each (after a warm-up).  Prints one
- * "RESULT events states max_ns ns_per_event" line; returns the exit code. */
+ * "RESULT events states max_ns ns_per_event proxy_events full_waits" line;
+ * returns the exit code. */
 int bench_child(const char *plugin, int threads, long iters);
 
 #endif

@@ -12,6 +12,10 @@
  * COLLPROF_GPU_SAMPLE=1 so that every event type flows on every call.
  * Repetitions go round-robin over all configurations and thread counts, so
  * drift on a shared machine hits each alike; the table shows medians.
+ * The "with proxy" rows (T=1 only) give the communicator a proxy thread,
+ * as NCCL does (bench_tree.c, COLLPROF_BENCH_PROXY): the application
+ * thread's cost while the proxy thread records on the same communicator,
+ * against the do-nothing plugin run the same way.
  * Plugins come from $COLLPROF_BUILD/lib, else <bench dir>/../lib.
  */
 #include "bench.h"
@@ -26,15 +30,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { MAXCONF = 8, MAXT = 4, MAXREP = 64 };
+enum { MAXCONF = 12, MAXT = 4, MAXREP = 64 };
 
 typedef struct conf {
   const char *name;
   char plugin[PATH_MAX];
   const char *env[4];     /* "NAME=value" set in the child */
   int ok;
+  int base;               /* the configuration its "own" column subtracts */
+  int t1_only;            /* measured at T=1 only (proxy rows) */
   double ns[MAXT][MAXREP], eps[MAXT][MAXREP], drop[MAXT][MAXREP];
   double states_per_event[MAXT][MAXREP];
+  double waits[MAXT][MAXREP];   /* proxy rows: application waits per call */
   int n[MAXT];
 } conf;
 
@@ -112,10 +119,11 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
   char line[256];
   int got = 0;
   while (fgets(line, sizeof line, in)) {
-    unsigned long long e, s, m;
+    unsigned long long e, s, m, pe = 0, fw = 0;
     double ns;
-    if (sscanf(line, "RESULT %llu %llu %llu %lf", &e, &s, &m, &ns) == 4) {
+    if (sscanf(line, "RESULT %llu %llu %llu %lf %llu %llu", &e, &s, &m, &ns, &pe, &fw) >= 4) {
       r->events = e; r->states = s; r->max_ns = m; r->ns_per_event = ns;
+      r->proxy_events = pe; r->full_waits = fw;
       got = 1;
     }
   }
@@ -196,6 +204,16 @@ int main(int argc, char **argv) {
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libnccl-profiler-noop.so", lib);
   cs[nc] = (conf){.name = "floor, trace on", .env = {"NOOP_CLOCK=2"}};
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libnccl-profiler-noop.so", lib);
+  for (int c = 0; c < nc; c++) cs[c].base = base;
+  /* An application thread and its proxy thread on one communicator. */
+  const int pbase = nc + 2;
+  cs[nc] = (conf){.name = "with proxy, trace on", .env = {"COLLPROF_TRACE=1", "COLLPROF_BENCH_PROXY=1"}};
+  snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
+  cs[nc] = (conf){.name = "with proxy, trace off", .env = {"COLLPROF_TRACE=0", "COLLPROF_BENCH_PROXY=1"}};
+  snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
+  cs[nc] = (conf){.name = "with proxy, do-nothing", .env = {"COLLPROF_BENCH_PROXY=1"}};
+  snprintf(cs[nc++].plugin, PATH_MAX, "%s/libnccl-profiler-noop.so", lib);
+  for (int c = pbase - 2; c < nc; c++) { cs[c].base = pbase; cs[c].t1_only = 1; }
   for (int c = 0; c < nc; c++) {
     cs[c].ok = access(cs[c].plugin, R_OK) == 0;
     if (!cs[c].ok) fprintf(stderr, "collprof-bench: %s missing, skipped\n", cs[c].plugin);
@@ -210,8 +228,8 @@ int main(int argc, char **argv) {
   for (int rep = 0; rep < reps; rep++)
     for (int ti = 0; ti < nt; ti++)
       for (int c = 0; c < nc; c++) {
-        if (!cs[c].ok) continue;
-        bench_result r = {0, 0, 0, 0, -1};
+        if (!cs[c].ok || (cs[c].t1_only && tv[ti] != 1)) continue;
+        bench_result r = {0, 0, 0, 0, -1, 0, 0};
         if (run_child(&cs[c], tv[ti], iters, &r) != 0) {
           fprintf(stderr, "collprof-bench: %s (T=%d) gave no result\n", cs[c].name, tv[ti]);
           failed = 1;
@@ -220,6 +238,7 @@ int main(int argc, char **argv) {
         int k = cs[c].n[ti]++;
         cs[c].ns[ti][k] = r.ns_per_event;
         cs[c].states_per_event[ti][k] = r.events ? (double)r.states / (double)r.events : 0;
+        cs[c].waits[ti][k] = (double)r.full_waits / (double)(iters + 2000);
         cs[c].eps[ti][k] = r.max_ns ? (double)r.events * 1e9 / (double)r.max_ns : 0;
         /* records offered: every event and state (lifecycle lines aside) */
         cs[c].drop[ti][k] = r.dropped < 0 ? -1
@@ -237,7 +256,9 @@ int main(int argc, char **argv) {
     int t1 = -1;   /* index of T=1 among the thread counts */
     for (int ti = 0; ti < nt; ti++)
       if (tv[ti] == 1) t1 = ti;
+    const int base = cs[c].base;
     for (int ti = 0; ti < nt; ti++) {
+      if (cs[c].t1_only && tv[ti] != 1) continue;
       double ns = median(cs[c].ns[ti], cs[c].n[ti]);
       double eps = median(cs[c].eps[ti], cs[c].n[ti]);
       /* Scaling: the median over repetitions of this repetition's rate over
@@ -274,6 +295,16 @@ int main(int argc, char **argv) {
                range);
     }
   }
+  /* A proxy thread that cannot keep up fills the queue, and the
+   * application thread's time then includes waiting for it: said. */
+  for (int c = 0; c < nc; c++)
+    for (int ti = 0; ti < nt; ti++) {
+      if (!cs[c].t1_only || tv[ti] != 1 || cs[c].n[ti] == 0) continue;
+      const double w = median(cs[c].waits[ti], cs[c].n[ti]);
+      if (w > 0)
+        printf("%s: the proxy thread fell behind; the application thread waited for it %.2f times per\n"
+               "call (median), and its time includes those waits.\n", cs[c].name, w);
+    }
   double spe = cs[base].n[0] ? median(cs[base].states_per_event[0], cs[base].n[0]) : 0;
   printf("\nstates per event: %.2f (counted by the driver).\n"
          "own ns: minus the do-nothing plugin of the same repetition (median of the paired\n"
@@ -285,6 +316,11 @@ int main(int argc, char **argv) {
          "trace dropped: records lost to full rings (counted by collprof, median %%).\n"
          "own min..max: the smallest and largest paired difference of the repetitions: how\n"
          "far one repetition on this machine can stray from the median.\n"
+         "with proxy: each application thread has a proxy thread on its communicator, as\n"
+         "in NCCL; the application thread sends its part of each call (GroupApi, CollApi,\n"
+         "KernelLaunch, Group, Coll), the proxy thread the rest of an NVLink call (2 x\n"
+         "KernelCh, ProxyCtrl); ns/event and own ns are the application thread's, own\n"
+         "against the do-nothing plugin run the same way.\n"
          "goals: <= 100 ns/event with the trace, <= 50 without, 2 threads >= 1.8x one\n",
          spe);
   return failed;

@@ -13,12 +13,23 @@
  * Types are emitted as NCCL would under the mask read at the GroupApi start
  * (emission rules of the ABI doc), so the plugin's live mask is honoured.
  * Events counted = starts; the time includes stops and states.
+ *
+ * With COLLPROF_BENCH_PROXY=1 each thread gets a proxy thread on its
+ * communicator, as NCCL runs one: the application thread sends everything
+ * up to the GroupApi stop and hands the Coll over (a queue); the proxy
+ * thread sends, per call, what an NVLink all-reduce makes it send (the
+ * ar_nvlink capture): per channel KernelCh start (parent the Coll), state
+ * 22, stop, and one ProxyCtrl start, state 14, stop.  Only the
+ * application thread is timed: what the profiler's work on two threads of
+ * one communicator costs the application.
  */
 #include "bench.h"
 #include "nccl_profiler_abi.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +52,23 @@ typedef struct thr {
   _Alignas(64) int idx;
   void *ctx;
   uint64_t events, states, ns;
+  struct pq *q;                     /* proxy mode: the queue to its proxy thread */
 } thr;
+
+/* Proxy mode: calls handed from an application thread to its proxy
+ * thread (single producer, single consumer; indices on lines of their
+ * own).  A full queue makes the application thread wait (counted). */
+enum { QCAP = 1024 };
+typedef struct pq_ent { void *co; uint64_t seq; int m; } pq_ent;
+typedef struct pq {
+  _Alignas(64) _Atomic uint64_t head;
+  _Alignas(64) _Atomic uint64_t tail;
+  _Alignas(64) _Atomic int done;
+  uint64_t full_waits;              /* application thread only */
+  thr px;                           /* the proxy thread's own counters */
+  pq_ent e[QCAP];
+} pq;
+static int g_proxy;                 /* COLLPROF_BENCH_PROXY=1 */
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -80,10 +107,12 @@ static void stop(void *h) {
   if (h) g_p->stopEvent(h);
 }
 
-/* One API call. */
-static void one_call(thr *t, uint64_t seq, char *buf) {
-  int m = __atomic_load_n(&g_mask, __ATOMIC_RELAXED);
-  if (m == 0) return;
+/* The application thread's part of one API call, up to the GroupApi stop:
+ * returns the Coll (NULL if none) and, in *mp, the mask read (0: the call
+ * sent nothing). */
+static void *app_part(thr *t, uint64_t seq, char *buf, int *mp) {
+  int m = *mp = __atomic_load_n(&g_mask, __ATOMIC_RELAXED);
+  if (m == 0) return NULL;
   int want_ga = ANY(m, GA | CA | PA | KL | GR | CO | P2 | PO | PS | KC | NP);
   int want_ca = ANY(m, CA | CO | PO | PS | KC | NP);
   int want_gr = ANY(m, GR | CO | P2 | PO | PS | KC | NP);
@@ -144,7 +173,14 @@ static void one_call(thr *t, uint64_t seq, char *buf) {
   }
   stop(gr);
   stop(ga);
-  /* the proxy side, after the Coll stopped */
+  return co;
+}
+
+/* The proxy side of a call, after its Coll stopped; net: with the network
+ * transport's ProxyOp and ProxySteps (the default tree), else as over
+ * NVLink (KernelCh and ProxyCtrl only). */
+static void proxy_part(thr *t, void *co, int m, uint64_t seq, int net) {
+  ncclProfilerEventDescr_v5_t d;
   for (int c = 0; c < CHANNELS; c++) {
     if (m & KC) {
       memset(&d, 0, sizeof d);
@@ -156,7 +192,7 @@ static void one_call(thr *t, uint64_t seq, char *buf) {
       state(t, kc, ncclProfilerKernelChStop, 1800000000000000000ull + seq * 10000 + 5000);
       stop(kc);
     }
-    if (m & (PO | PS | NP)) {
+    if (net && (m & (PO | PS | NP))) {
       void *po = NULL;
       if (m & PO) {
         memset(&d, 0, sizeof d);
@@ -197,6 +233,46 @@ static void one_call(thr *t, uint64_t seq, char *buf) {
   }
 }
 
+/* One API call on one thread. */
+static void one_call(thr *t, uint64_t seq, char *buf) {
+  int m;
+  void *co = app_part(t, seq, buf, &m);
+  if (m) proxy_part(t, co, m, seq, 1);
+}
+
+/* Proxy mode: the application thread's call, its proxy part queued. */
+static void app_call(thr *t, uint64_t seq, char *buf) {
+  int m;
+  void *co = app_part(t, seq, buf, &m);
+  if (!m) return;
+  pq *q = t->q;
+  const uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+  while (h - atomic_load_explicit(&q->tail, memory_order_acquire) >= QCAP) {
+    q->full_waits++;
+    sched_yield();
+  }
+  q->e[h % QCAP] = (pq_ent){co, seq, m};
+  atomic_store_explicit(&q->head, h + 1, memory_order_release);
+}
+
+static void *proxy_main(void *arg) {
+  pq *q = arg;
+  uint64_t tail = 0;
+  for (;;) {
+    if (tail == atomic_load_explicit(&q->head, memory_order_acquire)) {
+      if (atomic_load_explicit(&q->done, memory_order_acquire) &&
+          tail == atomic_load_explicit(&q->head, memory_order_acquire))
+        break;
+      sched_yield();                /* NCCL's proxy sleeps when idle too */
+      continue;
+    }
+    const pq_ent e = q->e[tail % QCAP];
+    proxy_part(&q->px, e.co, e.m, e.seq, 0);
+    atomic_store_explicit(&q->tail, ++tail, memory_order_release);
+  }
+  return NULL;
+}
+
 static void *thread_main(void *arg) {
   thr *t = arg;
   char buf[256];
@@ -207,12 +283,26 @@ static void *thread_main(void *arg) {
     return NULL;
   }
   uint64_t seq = 0;
-  for (int i = 0; i < WARMUP; i++) one_call(t, seq++, buf);
+  pthread_t px;
+  if (g_proxy) {
+    t->q->px.ctx = t->ctx;
+    t->q->px.idx = t->idx;
+    if (pthread_create(&px, NULL, proxy_main, t->q) != 0) {
+      fprintf(stderr, "collprof-bench: cannot start a proxy thread\n");
+      return NULL;
+    }
+  }
+  void (*call)(thr *, uint64_t, char *) = g_proxy ? app_call : one_call;
+  for (int i = 0; i < WARMUP; i++) call(t, seq++, buf);
   t->events = t->states = 0;
   pthread_barrier_wait(&g_bar);
   uint64_t t0 = now_ns();
-  for (long i = 0; i < g_iters; i++) one_call(t, seq++, buf);
+  for (long i = 0; i < g_iters; i++) call(t, seq++, buf);
   t->ns = now_ns() - t0;
+  if (g_proxy) {                    /* its last calls' proxy parts, untimed */
+    atomic_store_explicit(&t->q->done, 1, memory_order_release);
+    pthread_join(px, NULL);
+  }
   pthread_barrier_wait(&g_bar);
   g_p->finalize(t->ctx);
   return NULL;
@@ -232,15 +322,22 @@ int bench_child(const char *plugin, int threads, long iters) {
   g_iters = iters;
   g_pid = getpid();
   g_threads = threads;
+  g_proxy = getenv("COLLPROF_BENCH_PROXY") && atoi(getenv("COLLPROF_BENCH_PROXY")) == 1;
   pthread_barrier_init(&g_bar, NULL, (unsigned)threads);
   thr *ts = aligned_alloc(64, (size_t)threads * sizeof *ts);
   memset(ts, 0, (size_t)threads * sizeof *ts);
+  pq *qs = NULL;
+  if (g_proxy) {
+    qs = aligned_alloc(64, (size_t)threads * sizeof *qs);
+    memset(qs, 0, (size_t)threads * sizeof *qs);
+    for (int i = 0; i < threads; i++) ts[i].q = &qs[i];
+  }
   pthread_t *tid = calloc((size_t)threads, sizeof *tid);
   for (int i = 0; i < threads; i++) {
     ts[i].idx = i;
     pthread_create(&tid[i], NULL, thread_main, &ts[i]);
   }
-  bench_result r = {0, 0, 0, 0, -1};
+  bench_result r = {0, 0, 0, 0, -1, 0, 0};
   for (int i = 0; i < threads; i++) {
     pthread_join(tid[i], NULL);
     r.events += ts[i].events;
@@ -248,9 +345,15 @@ int bench_child(const char *plugin, int threads, long iters) {
     if (ts[i].ns > r.max_ns) r.max_ns = ts[i].ns;
     if (ts[i].events) r.ns_per_event += (double)ts[i].ns / (double)ts[i].events / threads;
   }
-  printf("RESULT %llu %llu %llu %.3f\n", (unsigned long long)r.events,
-         (unsigned long long)r.states, (unsigned long long)r.max_ns, r.ns_per_event);
+  /* proxy mode: the proxy threads' events and the application threads'
+   * waits on a full queue follow (informational) */
+  uint64_t pxe = 0, waits = 0;
+  for (int i = 0; qs && i < threads; i++) { pxe += qs[i].px.events; waits += qs[i].full_waits; }
+  printf("RESULT %llu %llu %llu %.3f %llu %llu\n", (unsigned long long)r.events,
+         (unsigned long long)r.states, (unsigned long long)r.max_ns, r.ns_per_event,
+         (unsigned long long)pxe, (unsigned long long)waits);
   fflush(stdout);
+  free(qs);
   free(ts);
   free(tid);
   /* The plugin writes its own output at exit (atexit/destructor): not timed. */
