@@ -15,6 +15,24 @@ for c in "collprof, trace on" "collprof, trace off" "do-nothing plugin"; do
       awk -v c="$c" -v t="$t" 'index($0, c) == 1 { n = split($0, f, " +"); for (i = 1; i <= n; i++) if (f[i] == t && f[i+1] + 0 > 0) found = 1 } END { exit !found }' "$T/out"
   done
 done
+# The proxy rows: one application thread and its proxy thread per
+# communicator, T=1 only, own against the do-nothing plugin run that way.
+for c in "with proxy, trace on" "with proxy, trace off"; do
+  ok "$c: ns/event and own ns reported" \
+    awk -v c="$c" 'index($0, c) == 1 { r = substr($0, length(c) + 1); split(r, f, " +"); if (f[2] == 1 && f[3] + 0 > 0 && f[4] ~ /^-?[0-9]/) found = 1 } END { exit !found }' "$T/out"
+done
+ok "proxy rows only at T=1" \
+  awk '/^with proxy, [a-z-]+( [a-z-]+)? +[0-9]+ +[0-9.]+/ { r = $0; sub(/^with proxy, [a-z-]+( [a-z-]+)? +/, "", r); split(r, f, " +"); if (f[1] != 1) bad = 1; n++ } END { exit bad || n != 3 }' "$T/out"
+# The proxy thread sends exactly its part of every call (2 KernelCh and a
+# ProxyCtrl; the do-nothing plugin leaves the mask alone), and under
+# collprof each KernelCh finds its Coll in the application thread's pool.
+res=$(COLLPROF_BENCH_PROXY=1 NCCL_PROFILE_EVENT_MASK=4095 "$BIN/collprof-bench" --child "$B/lib/libnccl-profiler-noop.so" 1 100)
+is "$(echo "$res" | awk '/^RESULT/{print $2, $6}')" "500 6300" "proxy mode: 5 application and 3 proxy events per call (2100 calls with the warm-up)"
+mkdir -p "$T/px"
+(cd "$T/px" && COLLPROF_BENCH_PROXY=1 NCCL_PROFILE_EVENT_MASK=4095 COLLPROF_GPU_SAMPLE=1 COLLPROF_TRACE=0 COLLPROF_QUIET=1 \
+  COLLPROF_OUTPUT_DIR="$T/px/o" "$BIN/collprof-bench" --child "$B/lib/libcollprof.so" 1 100 >/dev/null)
+ok "proxy mode under collprof: KernelCh under its Coll, every one of 4200 counted" \
+  grep -q '"path":"GroupApi/CollApi:AllReduce/Coll:AllReduce/KernelCh",.*"calls":4200,' "$T"/px/o/*.jsonl
 # ablate.sh reads the own-ns column of that same table: its parser must
 # give exactly the figures the table shows (a column added to the table
 # once made it read Mevents/s instead).
