@@ -1,8 +1,9 @@
 /*
- * pool.h — per-communicator event pool and its blacklist.
+ * pool.h — an event pool and its blacklist.
  *
- * Every event lives in a slot of its communicator's pool (PXN events in the
- * process-wide detach pool, comm index 0).  Slots come in chunks of
+ * Every event lives in a slot of a pool of its communicator: one pool per
+ * communicator and calling thread (a "lane": registry.h says why), PXN
+ * events in the process-wide detach pool (comm index 0).  Slots come in chunks of
  * COLLPROF_POOL_SIZE (default 1024), given up only when the communicator is
  * finalized (cp_pool_release_chunks), into a cache the next pool that grows
  * takes from: a job that creates and destroys communicators in a loop stays
@@ -34,8 +35,11 @@
  * recently named stopped parent is evicted (one warning, counted), which
  * only means its late children's GPU span and child time may be dropped.
  *
- * Locking: one spinlock per pool (NCCL calls a pool from the application
- * thread, the proxy thread and CUDA host-callback threads); every function
+ * Locking: one spinlock per pool.  Its own thread takes it at every event;
+ * another thread only to link or update a parent that lives here (a
+ * KernelCh or ProxyOp of the proxy thread under the application thread's
+ * Coll), and snapshot and finalize; a lane shared by threads (more than
+ * CP_LANES on one communicator) is correct, only slower.  Every function
  * below except create/lock/unlock/peek_live expects it held.  Pools of different
  * communicators share nothing.
  */
