@@ -775,10 +775,9 @@ static inline int parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen, int 
 }
 
 /* A parent in another pool, under its own lock (after ours was released). */
-__attribute__((noinline)) static int parent_update_other(cp_thr *t, uint32_t pcomm, uint32_t pslot, uint32_t pgen,
+__attribute__((noinline)) static int parent_update_other(uint32_t pcomm, uint32_t pslot, uint32_t pgen,
                                                          int took_ref, uint64_t dur, int kch, uint64_t gs,
                                                          uint64_t ge) {
-  (void)t;
   cp_pool *pp = cp_core_pool_for(pcomm, cp_slot_lane(pslot));   /* not remembered: not this thread's */
   int ok = 1;
   if (pp) {
@@ -916,7 +915,7 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   if (trace) stop_record(t, s, now);
   cp_pool_release(pool, s, ls);
   cp_pool_unlock(pool);
-  if (UNLIKELY(plinked && !same)) kch_ok = parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge);
+  if (UNLIKELY(plinked && !same)) kch_ok = parent_update_other(pcomm, pslot, pgen, took_ref, dur, kch, gs, ge);
   if (UNLIKELY(kc_epoch)) cp_mask_kc_done(kc_epoch);
   if (UNLIKELY(!kch_ok)) cp_affinity_gpu_lag();   /* outside the pool lock: may print */
   if (UNLIKELY(scratch)) {
