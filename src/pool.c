@@ -4,6 +4,7 @@
  * are inlined in pool.h; the rest is here.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,6 +61,22 @@ static cp_slot *chunk_get(uint32_t nslots) {
   return c;
 }
 
+_Atomic uint64_t cp_pool_lock_yields;
+
+/* cp_pool_lock's slow path (pool.h says why it yields). */
+void cp_pool_lock_contended(atomic_uint *lock) {
+  for (;;) {
+    for (int i = 0; i < CP_LOCK_SPINS; i++) {
+      if (atomic_load_explicit(lock, memory_order_relaxed) == 0 &&
+          atomic_exchange_explicit(lock, 1u, memory_order_acquire) == 0)
+        return;
+      cp_cpu_relax();
+    }
+    atomic_fetch_add_explicit(&cp_pool_lock_yields, 1, memory_order_relaxed);
+    sched_yield();
+  }
+}
+
 uint64_t cp_pool_cache_bytes(void) { return atomic_load_explicit(&cache_bytes, memory_order_relaxed); }
 
 cp_pool *cp_pool_create(uint32_t comm_index, uint32_t chunk_size, uint64_t blacklist_cap) {
@@ -69,7 +86,7 @@ cp_pool *cp_pool_create(uint32_t comm_index, uint32_t chunk_size, uint64_t black
 cp_pool *cp_pool_create_lane(uint32_t comm_index, uint32_t lane, uint32_t chunk_size, uint64_t blacklist_cap) {
   cp_pool *p = cp_calloc_lines(sizeof *p);
   if (!p) return NULL;
-  atomic_flag_clear(&p->lock);
+  atomic_init(&p->lock, 0u);
   if (chunk_size == 0) chunk_size = 1024;
   if (chunk_size > CP_POOL_FB_BASE) chunk_size = CP_POOL_FB_BASE;
   p->comm_index = comm_index;

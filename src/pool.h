@@ -135,7 +135,7 @@ static inline void cp_slot_set_path(cp_slot *s, uint32_t path) {
 }
 
 typedef struct cp_pool {
-  atomic_flag lock;
+  atomic_uint lock;      /* 0 free, 1 held: cp_pool_lock */
   char pad0[60];
   uint32_t comm_index;
   uint32_t lane;         /* which of the communicator's pools (registry.h) */
@@ -178,11 +178,24 @@ cp_pool *cp_pool_create(uint32_t comm_index, uint32_t chunk_size, uint64_t black
 /* The same, as lane `lane` of its communicator (cp_pool_create: lane 0). */
 cp_pool *cp_pool_create_lane(uint32_t comm_index, uint32_t lane, uint32_t chunk_size, uint64_t blacklist_cap);
 
+/* The pool lock.  Held for a few dozen instructions, so a waiter spins,
+ * reading the lock without writing it (the holder's cache line is not
+ * pulled away from it at every try).  But the holder can be preempted:
+ * NCCL's proxy thread holding the application thread's pool to link a
+ * KernelCh, on a rank bound to one core (Open MPI's default for 2 ranks or
+ * fewer), cannot run again until the spinner's time slice ends -- a
+ * millisecond-scale stall of the application.  So after CP_LOCK_SPINS
+ * spins (several microseconds, far beyond any critical section) the waiter
+ * yields the CPU: a system call only in that case, never in the
+ * uncontended one.  cp_pool_lock_yields counts those yields (all pools). */
+#define CP_LOCK_SPINS 1024
+extern _Atomic uint64_t cp_pool_lock_yields;
+void cp_pool_lock_contended(atomic_uint *lock);
 static inline void cp_pool_lock(cp_pool *p) {
-  while (atomic_flag_test_and_set_explicit(&p->lock, memory_order_acquire))
-    cp_cpu_relax();
+  if (__builtin_expect(atomic_exchange_explicit(&p->lock, 1u, memory_order_acquire) == 0, 1)) return;
+  cp_pool_lock_contended(&p->lock);
 }
-static inline void cp_pool_unlock(cp_pool *p) { atomic_flag_clear_explicit(&p->lock, memory_order_release); }
+static inline void cp_pool_unlock(cp_pool *p) { atomic_store_explicit(&p->lock, 0u, memory_order_release); }
 
 /* Hand out a slot: *idx gets its index, the slot is live with a new
  * generation and zeroed event fields.  NULL when even the fallback set is

@@ -5,6 +5,8 @@
  * the plugin's callbacks (a stale handle is refused and counted).  Also
  * runs two threads on two communicators and one communicator from two
  * threads (for ThreadSanitizer), and prints the rough cost per event.
+ * Last, the pool lock's slow path: a waiter behind a holder that does not
+ * let go yields the CPU instead of spinning its whole time slice.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -142,10 +144,43 @@ static void test_threads(void) {
   collprof_snapshot_free(&s);
 }
 
+/* A holder that keeps the lock 50 ms (as a preempted one would): the
+ * waiter gets the lock once it is let go, and has yielded meanwhile. */
+typedef struct { cp_pool *p; atomic_int got; } lock_arg;
+static void *lock_waiter(void *v) {
+  lock_arg *a = v;
+  cp_pool_lock(a->p);
+  atomic_store(&a->got, 1);
+  cp_pool_unlock(a->p);
+  return NULL;
+}
+static void test_lock_yields(void) {
+  cp_pool *p = cp_pool_create(9, 4, 1);
+  lock_arg a = {p, 0};
+  const uint64_t y0 = atomic_load(&cp_pool_lock_yields);
+  cp_pool_lock(p);
+  pthread_t t;
+  pthread_create(&t, NULL, lock_waiter, &a);
+  const struct timespec ms50 = {0, 50 * 1000 * 1000};
+  nanosleep(&ms50, NULL);
+  ok(atomic_load(&a.got) == 0, "a waiter does not get a held pool lock");
+  cp_pool_unlock(p);
+  pthread_join(t, NULL);
+  ok(atomic_load(&a.got) == 1, "it gets the lock once it is let go");
+  const uint64_t dy = atomic_load(&cp_pool_lock_yields) - y0;
+  ok(dy > 0, "it yielded the CPU while waiting 50 ms (%llu yields), not spun all along",
+     (unsigned long long)dy);
+  cp_pool_lock(p);   /* uncontended: no yield */
+  cp_pool_unlock(p);
+  is_u(atomic_load(&cp_pool_lock_yields) - y0, dy, "an uncontended lock does not yield");
+  cp_pool_destroy(p);
+}
+
 int main(void) {
   h1_env("2");
   test_direct();
   test_plugin_reuse();
   test_threads();
+  test_lock_yields();
   return done_testing();
 }
