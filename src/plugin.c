@@ -172,7 +172,7 @@ __attribute__((noinline)) static cp_pool *lane_of(cp_thr *t, cp_comm *c) {
   for (uint32_t i = 0; i < CP_LANES; i++)
     if (__atomic_load_n(&c->lane_owner[i], __ATOMIC_ACQUIRE) == me) return __atomic_load_n(&c->lanes[i], __ATOMIC_ACQUIRE);
   cp_pool *p = NULL;
-  while (atomic_flag_test_and_set_explicit(&c->lanes_lock, memory_order_acquire)) cp_cpu_relax();
+  cp_spin_lock(&c->lanes_lock);
   if (!__atomic_load_n(&c->finalized, __ATOMIC_ACQUIRE))
     for (uint32_t i = 0; i < CP_LANES; i++) {
       if (__atomic_load_n(&c->lane_owner[i], __ATOMIC_RELAXED)) continue;
@@ -184,7 +184,7 @@ __attribute__((noinline)) static cp_pool *lane_of(cp_thr *t, cp_comm *c) {
       }
       break;
     }
-  atomic_flag_clear_explicit(&c->lanes_lock, memory_order_release);
+  cp_spin_unlock(&c->lanes_lock);
   if (!p) p = __atomic_load_n(&c->lanes[(me >> 6) % CP_LANES], __ATOMIC_ACQUIRE);
   return p ? p : c->lanes[0];
 }
@@ -1193,7 +1193,7 @@ static ncclResult_t fini_common(void *context) {
    * first; the pool structs and the registry entry stay (trace writer,
    * summary, and handles that still name the index).  Under lanes_lock: a
    * lane created from now on would see finalized and not be. */
-  while (atomic_flag_test_and_set_explicit(&c->lanes_lock, memory_order_acquire)) cp_cpu_relax();
+  cp_spin_lock(&c->lanes_lock);
   for (uint32_t i = 0; i < CP_LANES; i++) {
     cp_pool *p = c->lanes[i];
     if (!p) continue;
@@ -1202,7 +1202,7 @@ static ncclResult_t fini_common(void *context) {
     cp_pool_release_chunks(p);
     cp_pool_unlock(p);
   }
-  atomic_flag_clear_explicit(&c->lanes_lock, memory_order_release);
+  cp_spin_unlock(&c->lanes_lock);
   lifecycle(c, ctxv, 0, 1);
   if (__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED)) cp_capture_fini(ctxv);
   if (atomic_fetch_sub(&g.active_comms, 1) == 1 && cp_output_on_last_finalize)

@@ -187,15 +187,19 @@ cp_pool *cp_pool_create_lane(uint32_t comm_index, uint32_t lane, uint32_t chunk_
  * millisecond-scale stall of the application.  So after CP_LOCK_SPINS
  * spins (several microseconds, far beyond any critical section) the waiter
  * yields the CPU: a system call only in that case, never in the
- * uncontended one.  cp_pool_lock_yields counts those yields (all pools). */
+ * uncontended one.  cp_pool_lock_yields counts those yields (all pools).
+ * cp_spin_lock is the same lock for other short sections (registry.h's
+ * lanes_lock). */
 #define CP_LOCK_SPINS 1024
 extern _Atomic uint64_t cp_pool_lock_yields;
 void cp_pool_lock_contended(atomic_uint *lock);
-static inline void cp_pool_lock(cp_pool *p) {
-  if (__builtin_expect(atomic_exchange_explicit(&p->lock, 1u, memory_order_acquire) == 0, 1)) return;
-  cp_pool_lock_contended(&p->lock);
+static inline void cp_spin_lock(atomic_uint *lock) {
+  if (__builtin_expect(atomic_exchange_explicit(lock, 1u, memory_order_acquire) == 0, 1)) return;
+  cp_pool_lock_contended(lock);
 }
-static inline void cp_pool_unlock(cp_pool *p) { atomic_store_explicit(&p->lock, 0u, memory_order_release); }
+static inline void cp_spin_unlock(atomic_uint *lock) { atomic_store_explicit(lock, 0u, memory_order_release); }
+static inline void cp_pool_lock(cp_pool *p) { cp_spin_lock(&p->lock); }
+static inline void cp_pool_unlock(cp_pool *p) { cp_spin_unlock(&p->lock); }
 
 /* Hand out a slot: *idx gets its index, the slot is live with a new
  * generation and zeroed event fields.  NULL when even the fallback set is

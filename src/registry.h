@@ -35,7 +35,7 @@ typedef struct cp_comm {
    * thread shares one (pools are locked: correct, only slower). */
   struct cp_pool *lanes[CP_LANES];
   uintptr_t lane_owner[CP_LANES];
-  atomic_flag lanes_lock;  /* lane creation against finalize */
+  atomic_uint lanes_lock;  /* lane creation against finalize (cp_spin_lock) */
   int finalized;
   /* The trace's per-communicator fields of an event line, formatted once
    * at registration (trace_json.c copies them):

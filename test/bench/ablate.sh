@@ -78,11 +78,8 @@ PY
     ;;
     no-lock) cat <<'PY'
 p = 'src/pool.h'; s = open(p).read()
-a = '''static inline void cp_pool_lock(cp_pool *p) {
-  if (__builtin_expect(atomic_exchange_explicit(&p->lock, 1u, memory_order_acquire) == 0, 1)) return;
-  cp_pool_lock_contended(&p->lock);
-}'''
-b = '''static inline void cp_pool_unlock(cp_pool *p) { atomic_store_explicit(&p->lock, 0u, memory_order_release); }'''
+a = '''static inline void cp_pool_lock(cp_pool *p) { cp_spin_lock(&p->lock); }'''
+b = '''static inline void cp_pool_unlock(cp_pool *p) { cp_spin_unlock(&p->lock); }'''
 assert a in s and b in s
 s = s.replace(a, 'static inline void cp_pool_lock(cp_pool *p) { (void)p; }')
 s = s.replace(b, 'static inline void cp_pool_unlock(cp_pool *p) { (void)p; }')
