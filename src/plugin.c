@@ -66,6 +66,7 @@
 #include "output_hooks.h"
 #include "paths.h"
 #include "pool.h"
+#include "pool_owner.h"
 #include "profile.h"
 #include "registry.h"
 #include "strtab.h"
@@ -179,14 +180,23 @@ __attribute__((noinline)) static cp_pool *lane_of(cp_thr *t, cp_comm *c) {
       const cp_config *cfg = cp_config_get();
       p = i == 0 ? c->lanes[0] : cp_pool_create_lane(c->index, i, cfg->pool_size, cfg->blacklist_cap);
       if (p) {
+        /* its owner from now on: this thread records there without the
+         * lock (pool_owner.h); lane 0 may have been seen by a snapshot */
+        if (i == 0) cp_pool_claim(p, t);
+        else __atomic_store_n(&p->owner, me, __ATOMIC_RELAXED);
         __atomic_store_n(&c->lanes[i], p, __ATOMIC_RELEASE);
         __atomic_store_n(&c->lane_owner[i], me, __ATOMIC_RELEASE);
       }
       break;
     }
   cp_spin_unlock(&c->lanes_lock);
-  if (!p) p = __atomic_load_n(&c->lanes[(me >> 6) % CP_LANES], __ATOMIC_ACQUIRE);
-  return p ? p : c->lanes[0];
+  if (!p) {
+    /* every lane taken: share one, which then takes the lock for all */
+    p = __atomic_load_n(&c->lanes[(me >> 6) % CP_LANES], __ATOMIC_ACQUIRE);
+    if (!p) p = c->lanes[0];
+    if (cp_pool_owner(p) != me) cp_pool_share(p);
+  }
+  return p;
 }
 
 /* Per-thread memo of the last context decoded, with this thread's lane
@@ -226,12 +236,14 @@ static void pin_library(void) {
 
 static void after_fork_child(void) {
   atomic_store(&g.pid, (int)getpid());
+  cp_pool_owner_after_fork();
   cp_thr_after_fork();
   cp_registry_after_fork();
 }
 
 static void first_init(void) {
   cp_clock_init();
+  cp_pool_owner_init();   /* before any pool has an owner */
   pin_library();
   atomic_store(&g.pid, (int)getpid());
   pthread_atfork(NULL, NULL, after_fork_child);
@@ -293,6 +305,54 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
   l->gen = ps->gen;
   l->origin_pid = ps->origin_pid;
   l->linked = 1;
+}
+
+/* A parent in another pool (start_general).  A pool this thread owns, or
+ * a locked one: held as usual.  Another thread's: read without the pool,
+ * its reference posted (pool_owner.h); a KernelCh takes one of its holds
+ * there and then, so it knows at once whether it reports to the sample. */
+static void link_parent_other(cp_thr *t, cp_pool *pp, const cp_handle_fields *pf, plink *l, int kch) {
+  const uintptr_t o = cp_pool_owner(pp);
+  cp_parent_view v;
+  int took = 0, r = -1;
+  const uint32_t ls = cp_slot_local(pf->slot);
+  if (o != 0 && o != (uintptr_t)t) r = cp_pool_peek_parent(pp, ls, pf->gen, pf->path, kch, &v, &took);
+  if (r < 0) {
+    const int own = cp_pool_enter(pp, t);
+    link_parent(pp, pf, l, kch);
+    cp_pool_leave(pp, own);
+    return;
+  }
+  if (r == 0) return;
+  if (took) l->kc_epoch = v.kc_epoch;
+  else {
+    const cp_post m = {.idx = ls, .gen = v.gen, .op = CP_POST_REF};
+    cp_pool_post(pp, &m);
+  }
+  l->slot = pf->slot;
+  l->gen = v.gen;
+  l->origin_pid = 0;   /* another thread's pool is never the PXN detach pool (locked) */
+  l->linked = 1;
+}
+
+/* Give back a reference on a parent in another pool, with what the child
+ * adds (see cp_pool_parent_done): held when this thread may, else posted. */
+static void release_parent_other(cp_thr *t, cp_pool *pp, uint32_t pslot, uint32_t pgen, int took_ref,
+                                 uint64_t dur, int kch, int bad, uint64_t gs, uint64_t ge) {
+  const uint32_t ls = cp_slot_local(pslot);
+  const uintptr_t o = cp_pool_owner(pp);
+  if (o == 0 || o == (uintptr_t)t) {
+    const int own = cp_pool_enter(pp, t);
+    cp_slot *ps = cp_pool_slot(pp, ls);
+    if (ps && ps->gen == pgen) cp_pool_parent_done(pp, ps, ls, took_ref, dur, kch, bad, gs, ge);
+    cp_pool_leave(pp, own);
+    return;
+  }
+  const cp_post m = {.idx = ls, .gen = pgen, .op = CP_POST_UNREF,
+                     .flags = (uint8_t)((took_ref ? CP_POSTF_TOOK_REF : 0) | (kch ? CP_POSTF_KCH : 0) |
+                                        (bad ? CP_POSTF_BAD : 0)),
+                     .dur = dur, .gs = gs, .ge = ge};
+  cp_pool_post(pp, &m);
 }
 
 /* A Coll's trace details (it always takes a full record: its details do
@@ -483,14 +543,19 @@ static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool
                                                                    int sampled) {
   if (UNLIKELY(hold)) {
     s->span_first = sampled == 2;
-    s->kc_seq = ++pool->kc_ops;
+    /* kc_ops, kc_seq, hold, kc_epoch: read by KernelCh on other threads
+     * without the pool (pool_owner.h) */
+    const uint64_t ops = __atomic_load_n(&pool->kc_ops, __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(&pool->kc_ops, ops, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->kc_seq, ops, __ATOMIC_RELAXED);
     cp_pool_hold(pool, s, idx, hold);
     /* KernelCh events due (one sample in flight): only those that will
      * find the hold report back at their stop. */
-    if (s->hold) s->kc_epoch = cp_mask_kc_expect(s->hold);
+    const uint32_t held = __atomic_load_n(&s->hold, __ATOMIC_RELAXED);
+    if (held) __atomic_store_n(&s->kc_epoch, cp_mask_kc_expect(held), __ATOMIC_RELAXED);
   }
   if (type == ncclProfileKernelCh) {
-    s->kc_epoch = pl->kc_epoch;
+    __atomic_store_n(&s->kc_epoch, pl->kc_epoch, __ATOMIC_RELAXED);
     s->gpu_start = d->kernelCh.pTimer;
     if (own_clock) {
       const int64_t off = (int64_t)(d->kernelCh.pTimer - now);
@@ -501,20 +566,16 @@ static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool
 
 /* No slot (pool released or out of memory): undo the parent link, unlock
  * the pool (held on entry), one bad call. */
-__attribute__((cold, noinline)) static void start_no_slot(cp_pool *pool, cp_pool *ppool, const plink *pl) {
+__attribute__((cold, noinline)) static void start_no_slot(cp_thr *t, cp_pool *pool, int own, cp_pool *ppool,
+                                                          const plink *pl) {
   const int released = pool->released;
   const uint32_t ls = cp_slot_local(pl->slot);
   if (pl->linked && ppool == pool) {
     cp_slot *ps = cp_pool_slot(pool, ls);
     if (ps && ps->gen == pl->gen) cp_pool_unref(pool, ps, ls);
   }
-  cp_pool_unlock(pool);
-  if (pl->linked && ppool != pool) {
-    cp_pool_lock(ppool);
-    cp_slot *ps = cp_pool_slot(ppool, ls);
-    if (ps && ps->gen == pl->gen) cp_pool_unref(ppool, ps, ls);
-    cp_pool_unlock(ppool);
-  }
+  cp_pool_leave(pool, own);
+  if (pl->linked && ppool != pool) release_parent_other(t, ppool, pl->slot, pl->gen, 1, 0, 0, 0, 0, 0);
   if (released) bad(W_AFTER_FINI, "startEvent on a finalized communicator; ignored");
   else bad(W_POOL_FULL, "event pool exhausted (no memory); event not recorded");
 }
@@ -591,11 +652,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   /* A parent in another pool is linked under its own lock first (locks are
    * never nested). */
   plink pl = {0, 0, 0, 0, 0};
-  if (pdec && ppool != pool) {
-    cp_pool_lock(ppool);
-    link_parent(ppool, &pf, &pl, type == ncclProfileKernelCh);
-    cp_pool_unlock(ppool);
-  }
+  if (pdec && ppool != pool) link_parent_other(t, ppool, &pf, &pl, type == ncclProfileKernelCh);
   /* A Coll/P2p of a call that ran with KernelCh on holds its slot for its
    * nChannels KernelCh children, which may start long after it stopped
    * (pool.h, cp_pool_hold).  v5: the mask at the GroupApi start; v4 (no
@@ -611,14 +668,14 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   const int trace = !scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
   const uint64_t now = cp_clock_now();
   uint32_t idx;
-  cp_pool_lock(pool);
+  const int own = cp_pool_enter(pool, t);
   if (pdec && ppool == pool) link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
   cp_slot *s = cp_pool_alloc(pool, &idx);
   if (UNLIKELY(!s)) {
-    start_no_slot(pool, ppool, &pl);   /* unlocks */
+    start_no_slot(t, pool, own, ppool, &pl);   /* leaves the pool */
     return NCCL_OK;
   }
-  s->path = (uint16_t)path;
+  cp_slot_set_path(s, path);   /* atomic: read by cp_pool_peek_parent */
   s->type = type;
   s->start_ns = now;
   s->start_tid = t->tid;
@@ -636,7 +693,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   const uint64_t handle = pool_handle(pool, path, idx, s->gen);
   if (trace) start_record(t, s, d, comm, pxn, type, path, mypid, func, dt, now, pobj, handle, ctxv);
   if (!scratch) pool->events++;
-  cp_pool_unlock(pool);
+  cp_pool_leave(pool, own);
   *eHandle = (void *)(uintptr_t)handle;
   if (scratch) return NCCL_OK;
 
@@ -682,7 +739,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   const uint64_t now = cp_clock_now();
   plink pl = {0, 0, 0, 0, 0};
   uint32_t idx;
-  cp_pool_lock(pool);
+  const int own = cp_pool_enter(pool, t);
   if (pobj) {
     const cp_handle_fields pf = {parent_path, pool->comm_index, (uint32_t)(pobj >> 8) & 0xFFFFFFu,
                                  (uint32_t)pobj & 0xFFu};
@@ -691,10 +748,10 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   cp_slot *s = cp_pool_alloc(pool, &idx);
   if (UNLIKELY(!s)) {
     *eHandle = NULL;
-    start_no_slot(pool, pool, &pl);   /* unlocks */
+    start_no_slot(t, pool, own, pool, &pl);   /* leaves the pool */
     return 1;
   }
-  s->path = (uint16_t)path;
+  cp_slot_set_path(s, path);   /* atomic: read by cp_pool_peek_parent */
   s->type = type;
   s->start_ns = now;
   s->start_tid = t->tid;
@@ -719,7 +776,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
       start_record(t, s, d, comm, 0, type, path, mypid, func, dt, now, pobj, handle, ctxv);
   }
   pool->events++;
-  cp_pool_unlock(pool);
+  cp_pool_leave(pool, own);
   *eHandle = (void *)(uintptr_t)handle;
   cp_inc(&t->events, 1);
   start_hooks(t, d, type, path, handle, ctxv);
@@ -748,44 +805,30 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
  * parent is live, its GPU span (KernelCh) while the generation matches.
  * Returns 0 when the KernelCh span failed the slot check (not to be used
  * for the KernelCh's own path either). */
+static inline int kc_untrusted(const cp_pool *pp, uint64_t kc_seq) {
+  return kc_seq && __atomic_load_n(&pp->kc_ops, __ATOMIC_RELAXED) - kc_seq >= CP_KC_SLOT_TRUST;
+}
 static inline int parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen, int took_ref, uint64_t dur,
                                 int kch, uint64_t gs, uint64_t ge) {
   const uint32_t ls = cp_slot_local(pslot);
   cp_slot *ps = cp_pool_slot(pp, ls);
   if (!ps || ps->gen != pgen) return 1;
-  if (took_ref) cp_pool_unref(pp, ps, ls);
-  if (ps->live) ps->child_ns += dur;
-  if (kch && ps->kc_seq && pp->kc_ops - ps->kc_seq >= CP_KC_SLOT_TRUST) {
-    ps->span_bad = 1;
-    if (ps->span_n == 0) ps->span_n = 1;   /* flushed as one dropped sample */
-    return 0;
-  }
-  if (kch && (ps->type & (ncclProfileColl | ncclProfileP2p)) && !pp->scratch) {
-    if (ps->span_n == 0) {
-      ps->span_min = gs;
-      ps->span_max = ge;
-      cp_path_mark_gpu(ps->path);
-    } else {
-      if (gs < ps->span_min) ps->span_min = gs;
-      if (ge > ps->span_max) ps->span_max = ge;
-    }
-    ps->span_n++;
-  }
-  return 1;
+  const int bad = kch && kc_untrusted(pp, ps->kc_seq);
+  cp_pool_parent_done(pp, ps, ls, took_ref, dur, kch, bad, gs, ge);
+  return !bad;
 }
 
-/* A parent in another pool, under its own lock (after ours was released). */
-__attribute__((noinline)) static int parent_update_other(uint32_t pcomm, uint32_t pslot, uint32_t pgen,
+/* A parent in another pool (after ours was left): the slot-reuse check
+ * here, on a lock-free read of the parent's kc_seq, and the rest held or
+ * posted (release_parent_other). */
+__attribute__((noinline)) static int parent_update_other(cp_thr *t, uint32_t pcomm, uint32_t pslot, uint32_t pgen,
                                                          int took_ref, uint64_t dur, int kch, uint64_t gs,
                                                          uint64_t ge) {
   cp_pool *pp = cp_core_pool_for(pcomm, cp_slot_lane(pslot));   /* not remembered: not this thread's */
-  int ok = 1;
-  if (pp) {
-    cp_pool_lock(pp);
-    ok = parent_update(pp, pslot, pgen, took_ref, dur, kch, gs, ge);
-    cp_pool_unlock(pp);
-  }
-  return ok;
+  if (!pp) return 1;
+  const int bad = kch && kc_untrusted(pp, cp_pool_peek_kc_seq(pp, cp_slot_local(pslot), pgen));
+  release_parent_other(t, pp, pslot, pgen, took_ref, dur, kch, bad, gs, ge);
+  return !bad;
 }
 
 /* Trace on: the record goes straight from the slot into this thread's ring
@@ -876,11 +919,11 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   const int trace = !scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
   const uint64_t now = cp_clock_now();
   const uint32_t ls = cp_slot_local(f.slot);
-  cp_pool_lock(pool);
+  const int own = cp_pool_enter(pool, t);
   cp_slot *s = cp_pool_slot(pool, ls);
   if (UNLIKELY(!s || cp_slot_key(s) != cp_handle_key(h))) {
     const int released = pool->released, twice = s && cp_slot_key(s) == (cp_handle_key(h) & ~CP_KEY_LIVE);
-    cp_pool_unlock(pool);
+    cp_pool_leave(pool, own);
     /* by the handle's path: the old slot may have been handed out again */
     const int kc_restop = !released && kc_path(f.path);
     if (released) bad(W_AFTER_FINI, "stopEvent after its communicator was finalized; ignored");
@@ -914,8 +957,8 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   if (plinked && same) kch_ok = parent_update(pool, pslot, pgen, took_ref, dur, kch, gs, ge);
   if (trace) stop_record(t, s, now);
   cp_pool_release(pool, s, ls);
-  cp_pool_unlock(pool);
-  if (UNLIKELY(plinked && !same)) kch_ok = parent_update_other(pcomm, pslot, pgen, took_ref, dur, kch, gs, ge);
+  cp_pool_leave(pool, own);
+  if (UNLIKELY(plinked && !same)) kch_ok = parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge);
   if (UNLIKELY(kc_epoch)) cp_mask_kc_done(kc_epoch);
   if (UNLIKELY(!kch_ok)) cp_affinity_gpu_lag();   /* outside the pool lock: may print */
   if (UNLIKELY(scratch)) {
@@ -1015,11 +1058,11 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
                                                                     uint64_t h, int eState,
                                                                     const ncclProfilerEventStateArgs_v5_t *a, int scratch) {
   const cp_handle_fields f = *pf;
-  cp_pool_lock(pool);
+  const int own = cp_pool_enter(pool, t);
   cp_slot *s = cp_pool_slot(pool, cp_slot_local(f.slot));
   if (UNLIKELY(!s || cp_slot_key(s) != cp_handle_key(h))) {
     const int released = pool->released, stopped = s && cp_slot_key(s) == (cp_handle_key(h) & ~CP_KEY_LIVE);
-    cp_pool_unlock(pool);
+    cp_pool_leave(pool, own);
     const int kc_restop = !released && eState == ncclProfilerKernelChStop && kc_path(f.path);
     if (released) bad(W_AFTER_FINI, "recordEventState after its communicator was finalized; ignored");
     else if (kc_restop) bad_event(W_KC_RESTOP, kc_restop_what, h, f.path, t);   /* its stop follows */
@@ -1033,7 +1076,7 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
     __atomic_store_n(&s->has_gpu_stop, 1, __ATOMIC_RELAXED);
   }
   const int pxn = s->is_pxn;
-  cp_pool_unlock(pool);
+  cp_pool_leave(pool, own);
   if (UNLIKELY(scratch)) return NCCL_OK;
   if (LIKELY(f.path != CP_PATH_NONE)) cp_profile_state_t(t, f.path);
   /* With the trace and the capture off a state is only counted: the rest
@@ -1198,9 +1241,11 @@ static ncclResult_t fini_common(void *context) {
     cp_pool *p = c->lanes[i];
     if (!p) continue;
     __atomic_store_n(&p->finalized, 1, __ATOMIC_RELAXED);
-    cp_pool_lock(p);
+    cp_pool_excl_lock(p);   /* its owner may be another thread (pool_owner.h) */
+    cp_pool_drain(p);       /* posts first: spans and child times of late children */
     cp_pool_release_chunks(p);
-    cp_pool_unlock(p);
+    cp_pool_drop_inbox(p);
+    cp_pool_excl_unlock(p);
   }
   cp_spin_unlock(&c->lanes_lock);
   lifecycle(c, ctxv, 0, 1);

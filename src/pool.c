@@ -11,6 +11,7 @@
 #include <string.h>
 #pragma GCC visibility push(hidden)
 #include "pool.h"
+#include "pool_owner.h"
 #include "config.h"
 #include "paths.h"
 #include "profile.h"
@@ -101,14 +102,26 @@ cp_pool *cp_pool_create_lane(uint32_t comm_index, uint32_t lane, uint32_t chunk_
   return p;
 }
 
+static void free_arrays(cp_slot **a, uint32_t cap) {
+  while (a) {
+    cp_slot **prev = (cp_slot **)(void *)a[cap];
+    free(a);
+    a = prev;
+    cap /= 2;
+  }
+}
+
 void cp_pool_destroy(cp_pool *p) {
   if (!p) return;
   for (uint32_t c = 0; c < p->nchunks; c++) free(p->chunks[c]);
+  free_arrays(p->chunks, p->chunks_cap);
+  free_arrays(p->retired, p->retired_cap);
+  p->chunks = NULL;
   if (p->fb)
     for (uint32_t i = 0; i < CP_POOL_FB_MAX; i++) free(p->fb[i]);
   free(p->fb);
-  free(p->chunks);
   free(p->unterm);
+  free(p->inbox);
   free(p);
 }
 
@@ -149,14 +162,18 @@ void cp_pool_release_chunks(cp_pool *p) {
       if (p->fb[i]) { release_one(p, p->fb[i], &cap); free(p->fb[i]); }
     free(p->fb);
   }
-  free(p->chunks);
   if (p->nunterm < cap) {          /* keep only what is used */
     struct cp_unterm *nu = realloc(p->unterm, p->nunterm * sizeof *nu);
     if (nu || p->nunterm == 0) p->unterm = nu;
   }
   p->fb = NULL;
-  p->chunks = NULL;
-  p->nchunks = p->chunks_cap = p->capacity = p->next = p->busy = 0;
+  /* The chunk arrays stay (cp_pool_peek_slot may be reading one); chunks
+   * NULL and nchunks 0 first, so that no reader finds a slot. */
+  __atomic_store_n(&p->nchunks, 0, __ATOMIC_RELEASE);
+  p->retired = p->chunks;
+  p->retired_cap = p->chunks_cap;
+  __atomic_store_n(&p->chunks, NULL, __ATOMIC_RELEASE);
+  p->chunks_cap = p->capacity = p->next = p->busy = 0;
   p->bl_size = 0;
   p->bl_head = p->bl_tail = CP_SLOT_NIL;
   p->max_chunks = 0;               /* never grows again */
@@ -179,18 +196,23 @@ cp_slot *cp_pool_slot_slow(cp_pool *p, uint32_t idx) {
 static int grow(cp_pool *p) {
   if (p->nchunks >= p->max_chunks) return -1;
   if (p->nchunks == p->chunks_cap) {
+    /* A new array, the old one kept (never freed): KernelCh on other
+     * threads read it without the pool (cp_pool_peek_slot). */
     uint32_t ncap = p->chunks_cap ? p->chunks_cap * 2 : 4;
-    cp_slot **nc = realloc(p->chunks, ncap * sizeof *nc);
+    cp_slot **nc = calloc(ncap + 1, sizeof *nc);   /* [ncap]: link to the array it replaced */
     if (!nc) return -1;
-    p->memory += (uint64_t)(ncap - p->chunks_cap) * sizeof *nc;
-    p->chunks = nc;
+    if (p->nchunks) memcpy(nc, p->chunks, p->nchunks * sizeof *nc);
+    nc[ncap] = (cp_slot *)(void *)p->chunks;
+    p->memory += (uint64_t)(ncap + 1) * sizeof *nc;
+    __atomic_store_n(&p->chunks, nc, __ATOMIC_RELEASE);
     p->chunks_cap = ncap;
   }
   cp_slot *c = chunk_get(p->chunk_size);   /* zeroed, on their own lines */
   if (!c) return -1;
   for (uint32_t i = 0; i < p->chunk_size; i++) c[i].lru_prev = c[i].lru_next = CP_SLOT_NIL;
   p->memory += (uint64_t)p->chunk_size * sizeof *c;
-  p->chunks[p->nchunks++] = c;
+  __atomic_store_n(&p->chunks[p->nchunks], c, __ATOMIC_RELAXED);
+  __atomic_store_n(&p->nchunks, p->nchunks + 1, __ATOMIC_RELEASE);   /* after the chunk: cp_pool_peek_slot */
   p->next = p->capacity;          /* continue round robin in the new chunk */
   p->capacity += p->chunk_size;
   if (p->nchunks == 1) {              /* slots first: see cp_pool_peek_live */
@@ -273,7 +295,7 @@ __attribute__((always_inline)) static inline void bl_drop(cp_pool *p, cp_slot *s
   lru_unlink(p, s);
   p->bl_size--;
   s->refcnt = 0;
-  s->hold = 0;                     /* eviction ends a hold for KernelCh too */
+  __atomic_store_n(&s->hold, 0, __ATOMIC_RELAXED);   /* eviction ends a hold for KernelCh too */
   if (!s->live && !s->fallback) p->busy--;
 }
 
@@ -321,7 +343,7 @@ void cp_pool_hold(cp_pool *p, cp_slot *s, uint32_t idx, uint32_t n) {
   (void)idx;
   if (n == 0 || s->fallback || p->scratch || s->refcnt != 0 || !s->live) return;
   s->refcnt = n;
-  s->hold = n;
+  __atomic_store_n(&s->hold, n, __ATOMIC_RELAXED);
 }
 
 void cp_pool_unref_slow(cp_pool *p, cp_slot *s, uint32_t idx) {

@@ -135,8 +135,18 @@ static inline void cp_slot_set_path(cp_slot *s, uint32_t path) {
 }
 
 typedef struct cp_pool {
-  atomic_uint lock;      /* 0 free, 1 held: cp_pool_lock */
-  char pad0[60];
+  /* line 0: how a thread holds the pool (pool_owner.h) */
+  atomic_uint lock;      /* 0 free, 1 held: cp_pool_lock (locked mode, exclusive access) */
+  atomic_uint ctl;       /* CP_CTL_WANT | CP_CTL_SHARED (pool_owner.h) */
+  atomic_uint inside;    /* the owner is inside a callback here */
+  uint32_t in_head;      /* inbox: next post to apply (written by the pool's holder) */
+  _Atomic uintptr_t owner;   /* the cp_thr recording here; 0: locked mode */
+  char pad0[40];
+  /* line 1: the inbox's producers (pool_owner.c) */
+  atomic_uint in_lock;   /* producers among themselves */
+  atomic_uint in_tail;   /* next free entry (release: the entry is written) */
+  char pad1[56];
+  struct cp_post *inbox; /* CP_INBOX entries, made at the first post, freed at finalize */
   uint32_t comm_index;
   uint32_t lane;         /* which of the communicator's pools (registry.h) */
   uint64_t hkey;         /* cp_pool_hkey(comm_index, lane) */
@@ -150,6 +160,8 @@ typedef struct cp_pool {
   int released;          /* chunks freed at finalize: no slot is found any more */
   cp_slot **chunks;
   uint32_t nchunks, chunks_cap, max_chunks;
+  cp_slot **retired;     /* the chunk arrays after release (kept: cp_pool_peek_slot) */
+  uint32_t retired_cap;
   uint32_t capacity;     /* nchunks * chunk_size */
   uint32_t next;         /* round robin cursor */
   uint32_t busy;         /* slots live or blacklisted */
@@ -164,7 +176,8 @@ typedef struct cp_pool {
   /* per communicator: GPU %globaltimer minus host clock, min over KernelCh */
   int64_t gpu_off;
   int gpu_off_valid;
-  uint64_t kc_ops;       /* Coll/P2p of KernelCh-on calls started (slot-reuse check) */
+  uint64_t kc_ops;       /* Coll/P2p of KernelCh-on calls started (slot-reuse check;
+                            relaxed atomic: KernelCh stops on other threads read it) */
   uint64_t events;
   uint64_t memory;
   /* events still live when the chunks were released: per path */
@@ -200,6 +213,12 @@ static inline void cp_spin_lock(atomic_uint *lock) {
 static inline void cp_spin_unlock(atomic_uint *lock) { atomic_store_explicit(lock, 0u, memory_order_release); }
 static inline void cp_pool_lock(cp_pool *p) { cp_spin_lock(&p->lock); }
 static inline void cp_pool_unlock(cp_pool *p) { cp_spin_unlock(&p->lock); }
+/* The pool to oneself whatever its mode: the lock, and for a pool with an
+ * owner the wait until the owner is out (pool_owner.h).  Snapshot,
+ * finalize and other threads' rare calls. */
+void cp_pool_excl_lock(cp_pool *p);
+void cp_pool_excl_unlock(cp_pool *p);
+#define CP_INBOX 512u
 
 /* Hand out a slot: *idx gets its index, the slot is live with a new
  * generation and zeroed event fields.  NULL when even the fallback set is
@@ -255,9 +274,14 @@ static inline void cp_pool_unref(cp_pool *p, cp_slot *s, uint32_t idx) {
  * PXN detach pools free of holds. */
 void cp_pool_hold(cp_pool *p, cp_slot *s, uint32_t idx, uint32_t n);
 static inline int cp_pool_hold_take(cp_slot *s) {
-  if (s->hold == 0 || s->refcnt == 0) return 0;
-  s->hold--;                       /* refcnt already counts it */
-  return 1;
+  if (s->refcnt == 0) return 0;
+  /* a compare-and-swap: a KernelCh on another thread takes holds without
+   * the pool (pool_owner.h, cp_pool_peek_parent) */
+  uint32_t h = __atomic_load_n(&s->hold, __ATOMIC_RELAXED);
+  while (h != 0)
+    if (__atomic_compare_exchange_n(&s->hold, &h, h - 1, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return 1;                    /* refcnt already counts it */
+  return 0;
 }
 /* Account a slot's pending GPU span into its path (profile) and clear it;
  * a span marked bad is counted as dropped instead. */
@@ -295,9 +319,10 @@ static inline void cp_pool_reset_slot(cp_slot *s) {
   s->has_gpu_stop = s->parent_linked = s->took_ref = s->is_pxn = 0;
   s->child_ns = s->bytes = 0;
   s->origin_pid = 0;
-  s->hold = 0;
-  s->kc_seq = 0;
-  s->kc_epoch = 0;
+  /* read by KernelCh on other threads without the pool (cp_pool_peek_parent) */
+  __atomic_store_n(&s->hold, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->kc_seq, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->kc_epoch, 0, __ATOMIC_RELAXED);
   s->span_bad = s->span_first = 0;
 }
 

@@ -26,6 +26,7 @@
 #include "paths.h"
 #include "plugin.h"
 #include "pool.h"
+#include "pool_owner.h"
 #include "profile.h"
 #include "registry.h"
 #include "strtab.h"
@@ -72,7 +73,8 @@ static void path_estimate(collprof_path_stat *p, cp_gcls *g) {
 
 static void scan_pool(cp_pool *p, scan *sc, uint64_t *evictions, uint64_t *memory) {
   if (!p) return;
-  cp_pool_lock(p);
+  cp_pool_excl_lock(p);   /* its owner may be recording (pool_owner.h) */
+  cp_pool_drain(p);
   cp_pool_foreach(p, scan_slot, sc);
   for (uint32_t i = 0; i < p->nunterm; i++) {   /* live when its chunks were released */
     if (p->unterm[i].path < sc->n) sc->paths[p->unterm[i].path].unterminated += p->unterm[i].n;
@@ -80,7 +82,8 @@ static void scan_pool(cp_pool *p, scan *sc, uint64_t *evictions, uint64_t *memor
   }
   *evictions += p->evictions;
   *memory += p->memory;
-  cp_pool_unlock(p);
+  if (__atomic_load_n(&p->inbox, __ATOMIC_ACQUIRE)) *memory += CP_INBOX * sizeof(cp_post);
+  cp_pool_excl_unlock(p);
 }
 
 /* The end of the run.  Once the MPI layer manages the run (MPI_Finalize has
@@ -157,13 +160,13 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
     for (uint32_t l = 0; l < CP_LANES; l++) {
       cp_pool *p = cp_registry_lane(i, l);
       if (!p) continue;
-      cp_pool_lock(p);
+      cp_pool_excl_lock(p);
       ci->events += p->events;
       if (p->gpu_off_valid && (!ci->gpu_offset_valid || p->gpu_off < ci->gpu_offset_ns)) {
         ci->gpu_offset_ns = p->gpu_off;
         ci->gpu_offset_valid = 1;
       }
-      cp_pool_unlock(p);
+      cp_pool_excl_unlock(p);
       scan_pool(p, &sc, &out->blacklist_evictions, &memory);
     }
   }
