@@ -79,6 +79,14 @@ for f in "$FIX"/*/p0.jsonl "$FIX"/ag4_net/p3.jsonl; do
   run_case "$s pool=4" "$f" "" COLLPROF_POOL_SIZE=4
 done
 
+# Without membarrier(2) (old kernels, seccomp) a pool's owner pays a full
+# barrier instead (src/pool_owner.h): the same numbers.  The scenarios with
+# children on another thread than their parents (posts, held KernelCh).
+for s in ar4_threads ag4_net ar_net; do
+  [ -e "$FIX/$s/p0.jsonl" ] || continue
+  run_case "$s/p0 no membarrier" "$FIX/$s/p0.jsonl" "" COLLPROF_TEST_NO_MEMBARRIER=1
+done
+
 # A v4 plugin's view (NCCL 2.27): no API events, Coll/P2p under Group.
 for s in ar_nvlink sendrecv ar_net; do
   [ -e "$FIX/$s/p0.jsonl" ] || continue
