@@ -11,9 +11,11 @@
  * different communicators.  Cost: the thread block is read once per
  * callback and passed down (the cache hits of paths, strings and profile
  * are inlined); one clock read at start and one at stop, none for a state
- * when the trace is off; the pool lock once per start and stop (twice when
- * a parent lives in another pool), none for a state (one lock-free read of
- * the slot; KernelCh's GPU stop also writes two fields of its own slot);
+ * when the trace is off; the pool held once per start and stop, by its
+ * owner without a lock (pool_owner.h; a parent in another thread's pool is
+ * read without it and its update posted), nothing for a state (one
+ * lock-free read of the slot; KernelCh's GPU stop also writes two fields
+ * of its own slot);
  * with the trace on, the event record is
  * built in the slot at start and copied once, at stop, straight into the
  * ring, and a state is a 32-byte record.

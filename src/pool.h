@@ -35,13 +35,14 @@
  * recently named stopped parent is evicted (one warning, counted), which
  * only means its late children's GPU span and child time may be dropped.
  *
- * Locking: one spinlock per pool.  Its own thread takes it at every event;
- * another thread only to link or update a parent that lives here (a
- * KernelCh or ProxyOp of the proxy thread under the application thread's
- * Coll), and snapshot and finalize; a lane shared by threads (more than
- * CP_LANES on one communicator) is correct, only slower.  Every function
- * below except create/lock/unlock/peek_live expects it held.  Pools of different
- * communicators share nothing.
+ * Holding a pool (pool_owner.h): its owner, the thread that records in
+ * it, holds it without a lock; another thread posts what it changes in a
+ * parent here (a KernelCh or ProxyOp of the proxy thread under the
+ * application thread's Coll) or, rarely (snapshot, finalize), takes it
+ * with exclusive access; pools without an owner (PXN detach pool, a lane
+ * shared by more than CP_LANES threads) are locked for all.  Every
+ * function below except create/lock/unlock/peek_live expects the pool
+ * held.  Pools of different communicators share nothing.
  */
 #ifndef COLLPROF_POOL_H
 #define COLLPROF_POOL_H

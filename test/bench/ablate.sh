@@ -15,7 +15,8 @@
 #   head        the tree as it is
 #   no-clock    start and stop read no clock (a counter instead)
 #   no-states   recordEventState returns at once (except KernelCh's GPU stop)
-#   no-lock     the pool lock is a no-op (single-thread bench only)
+#   no-lock     the pool lock is a no-op (locked pools; a lane's owner takes
+#               none since src/pool_owner.h; single-thread bench only)
 #   writer-idle records are written into the ring but never published:
 #               the writer thread has nothing to do
 #   no-format   the writer takes the records but formats and writes nothing
