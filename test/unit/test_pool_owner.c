@@ -122,14 +122,23 @@ static void post_from_thread(cp_pool *p, const cp_post *m, int n) {
   pthread_join(th, NULL);
 }
 
-static void test_posts(const char *mode) {
-  cp_pool *p = cp_pool_create(9, 4096, 100);
+/* A pool owned by me_tag with one live Coll slot on path 5, held by its
+ * owner (*own: cp_pool_enter's answer). */
+static cp_pool *pool_with_coll(uint32_t chunk, cp_slot **s, uint32_t *idx, int *own) {
+  cp_pool *p = cp_pool_create(9, chunk, 100);
   cp_pool_claim(p, &me_tag);
-  int own = cp_pool_enter(p, &me_tag);
+  *own = cp_pool_enter(p, &me_tag);
+  *s = cp_pool_alloc(p, idx);
+  (*s)->type = 2;   /* a Coll */
+  cp_slot_set_path(*s, 5);
+  return p;
+}
+
+static void test_posts(const char *mode) {
+  int own;
   uint32_t idx;
-  cp_slot *s = cp_pool_alloc(p, &idx);
-  s->type = 2;   /* a Coll */
-  cp_slot_set_path(s, 5);
+  cp_slot *s;
+  cp_pool *p = pool_with_coll(4096, &s, &idx, &own);
   const uint32_t gen = s->gen;
   cp_pool_leave(p, own);
 
@@ -179,13 +188,10 @@ static void test_posts(const char *mode) {
 }
 
 static void test_peek(const char *mode) {
-  cp_pool *p = cp_pool_create(9, 16, 100);
-  cp_pool_claim(p, &me_tag);
-  int own = cp_pool_enter(p, &me_tag);
+  int own;
   uint32_t idx;
-  cp_slot *s = cp_pool_alloc(p, &idx);
-  s->type = 2;
-  cp_slot_set_path(s, 5);
+  cp_slot *s;
+  cp_pool *p = pool_with_coll(16, &s, &idx, &own);
   cp_pool_hold(p, s, idx, 2);
   __atomic_store_n(&s->kc_epoch, 77, __ATOMIC_RELAXED);
   __atomic_store_n(&s->kc_seq, 3, __ATOMIC_RELAXED);
