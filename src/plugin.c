@@ -295,17 +295,25 @@ typedef struct plink {
   uint32_t kc_epoch;     /* KernelCh that took a hold: its expectation's epoch */
 } plink;
 
+/* Only a KernelCh links to a parent that has stopped: a stopped parent's
+ * self time was settled at its stop, so all another child could give it
+ * is its reference back, and the GPU span of a KernelCh is the one thing
+ * a stopped Coll/P2p still takes.  NCCL starts Coll after its CollApi
+ * stopped and ProxyOp after its Coll stopped (ABI doc), so this saves a
+ * reference, its blacklist entry and the parent update at the stop -- or,
+ * for a ProxyOp on the proxy thread, two posts to the owner's inbox. */
 static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l, int kch) {
   const uint32_t ls = cp_slot_local(pf->slot);
   cp_slot *ps = cp_pool_slot(pp, ls);
   if (!ps || (cp_slot_key(ps) & ~CP_KEY_LIVE) != ((uint64_t)pf->gen | (uint64_t)pf->path << 32)) return;
+  l->origin_pid = ps->origin_pid;
   /* A KernelCh takes over one of the references its Coll/P2p holds for it
    * (pool.h); one beyond them, or of an unsampled call, takes its own. */
   if (kch && cp_pool_hold_take(ps)) l->kc_epoch = ps->kc_epoch;
-  else cp_pool_ref(pp, ps, ls);
+  else if (kch || ps->live) cp_pool_ref(pp, ps, ls);
+  else return;
   l->slot = pf->slot;   /* lane and index: the parent's pool is found again at stop */
   l->gen = ps->gen;
-  l->origin_pid = ps->origin_pid;
   l->linked = 1;
 }
 
@@ -325,7 +333,7 @@ static void link_parent_other(cp_thr *t, cp_pool *pp, const cp_handle_fields *pf
     cp_pool_leave(pp, own);
     return;
   }
-  if (r == 0) return;
+  if (r == 0 || (!kch && !v.live)) return;   /* gone, or stopped (link_parent) */
   if (took) l->kc_epoch = v.kc_epoch;
   else {
     const cp_post m = {.idx = ls, .gen = v.gen, .op = CP_POST_REF};

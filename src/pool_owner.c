@@ -192,7 +192,9 @@ int cp_pool_peek_parent(cp_pool *p, uint32_t idx, uint32_t gen8, uint32_t path, 
   cp_slot *s = peek_slot(p, idx);
   if (!s) return 0;
   const uint64_t want = (uint64_t)(gen8 & 0xFFu) | (uint64_t)(path & 0xFFFFu) << 32;
-  if ((key_word(s) & 0x0000FFFF000000FFull) != want) return 0;
+  const uint64_t key = key_word(s);
+  if ((key & 0x0000FFFF000000FFull) != want) return 0;
+  v->live = (uint32_t)(key >> 48) & 1u;
   v->gen = __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE);
   v->kc_epoch = __atomic_load_n(&s->kc_epoch, __ATOMIC_RELAXED);
   v->kc_seq = __atomic_load_n(&s->kc_seq, __ATOMIC_RELAXED);

@@ -89,6 +89,28 @@ int main(void) {
   ok(l1 && l1->busy == 0, "lane 1 holds nothing");
   is_u(h1_bad_calls(), 0, "no bad calls");
 
+  /* As NCCL does it: the ProxyOp starts after its Coll stopped.  It takes
+   * no reference then (nothing to give a stopped parent), so the proxy
+   * thread posts nothing to lane 0's owner, and the path is still the
+   * Coll's. */
+  ga = h1_start(ctx, ncclProfileGroupApi, NULL, NULL);
+  ca = h1_start(ctx, ncclProfileCollApi, ga, "AllReduce");
+  ncclProfiler_v5.stopEvent(ca);
+  co = h1_start_coll(ctx, ca, "AllReduce", 1);
+  ncclProfiler_v5.stopEvent(co);
+  ncclProfiler_v5.stopEvent(ga);
+  const uint32_t posts_before = l0 ? atomic_load(&l0->in_tail) : 0;
+  j = (job){ctx, co, 0, 99, NULL};
+  pthread_create(&th, NULL, child_thread, &j);
+  pthread_join(th, NULL);
+  ok(l0 && atomic_load(&l0->in_tail) == posts_before, "a ProxyOp under a stopped Coll posts nothing to its owner");
+  ok(collprof_snapshot_take(&s) == 0, "snapshot");
+  p = h1_find(&s, "GroupApi/CollApi:AllReduce/Coll:AllReduce/ProxyOp:Send");
+  ok(p && p->calls == 2, "and its path still runs through the Coll (2 calls)");
+  collprof_snapshot_free(&s);
+  ok(l0 && l0->busy == 0 && l0->bl_size == 0, "lane 0 holds nothing");
+  is_u(h1_bad_calls(), 0, "no bad calls");
+
   /* More threads than lanes: every event counted, every lane in use. */
   const uint64_t before = comm_events(c->index);
   enum { NT = 20, PER = 100 };

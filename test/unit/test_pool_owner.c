@@ -205,6 +205,11 @@ static void test_peek(const char *mode) {
   ok(r[0] == 1 && r[1] == 1 && r[2] == 1, "%s: the parent read without the pool", mode);
   ok(t[0] && t[1] && !t[2], "%s: two KernelCh take its two holds, a third does not", mode);
   ok(v.gen == s->gen && v.kc_epoch == 77 && v.kc_seq == 3, "%s: generation, epoch and kc_seq as written", mode);
+  is_u(v.live, 1, "%s: a live parent reads as live", mode);
+  cp_slot_set_live(s, 0);
+  is_i(cp_pool_peek_parent(p, idx, s->gen & 0xFF, 5, 0, &v, &took), 1, "%s: a stopped parent is still found", mode);
+  is_u(v.live, 0, "%s: ... and reads as stopped", mode);
+  cp_slot_set_live(s, 1);
   is_i(cp_pool_peek_parent(p, idx, (s->gen + 1) & 0xFF, 5, 0, &v, &took), 0, "%s: another generation: no", mode);
   is_i(cp_pool_peek_parent(p, idx, s->gen & 0xFF, 6, 0, &v, &took), 0, "%s: another path: no", mode);
   is_i(cp_pool_peek_parent(p, CP_POOL_FB_BASE, 1, 5, 0, &v, &took), -1, "%s: a fallback slot: ask the pool", mode);
