@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <linux/membarrier.h>
@@ -31,7 +32,14 @@ static int membarrier_call(int cmd) {
 #endif
 }
 
+/* Set once membarrier failed after registration (barrier_all); tests
+ * make it fail (COLLPROF_TEST_MEMBARRIER_FAIL=1). */
+static atomic_int barrier_broken, test_fail;
+
 static void asym_register(void) {
+  const char *f = getenv("COLLPROF_TEST_MEMBARRIER_FAIL");
+  atomic_store_explicit(&test_fail, f && *f && strcmp(f, "0") != 0, memory_order_relaxed);
+  atomic_store_explicit(&barrier_broken, 0, memory_order_relaxed);
   const char *e = getenv("COLLPROF_TEST_NO_MEMBARRIER");
   int ok = 0;
 #if defined(__linux__) && defined(SYS_membarrier)
@@ -57,14 +65,37 @@ void cp_pool_owner_init(void) {
  * (one thread, nobody inside a pool). */
 void cp_pool_owner_after_fork(void) { asym_register(); }
 
+/* How long a store may sit in a CPU's store buffer, with a margin of
+ * three orders of magnitude: stores drain in nanoseconds. */
+#define CP_GRACE_NS 1000000L
+
 /* Every running thread of the process passes a full barrier: the owner's
  * inside = 1 is visible now, or its next read of ctl sees WANT.  Without
- * membarrier the owner fences itself (pool_owner.h); a failing call (it
- * should not, once registered) falls back to yielding until inside is seen
- * clear twice, which is the best this side can do alone. */
+ * membarrier the owner fences itself (pool_owner.h).
+ *
+ * membarrier does not fail once registered, but a seccomp filter that the
+ * application installs later can make it fail.  Then the process goes
+ * over to the owner's own barrier for good (cp_pool_asym = 0, one line on
+ * stderr), and this and every later exclusive access waits a grace period
+ * before it reads inside: an owner that entered without a barrier read ctl
+ * before WANT was visible, and its earlier store of inside = 1 leaves its
+ * store buffer long before the period ends; an owner entering after that
+ * sees WANT, or cp_pool_asym = 0 and fences itself.  Slow (a millisecond
+ * per exclusive access), and only ever after such a failure. */
 static void barrier_all(void) {
-  if (!__atomic_load_n(&cp_pool_asym, __ATOMIC_RELAXED)) return;
-  if (membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) sched_yield();
+  if (!atomic_load_explicit(&barrier_broken, memory_order_relaxed)) {
+    if (!__atomic_load_n(&cp_pool_asym, __ATOMIC_RELAXED)) return;
+    if (!atomic_load_explicit(&test_fail, memory_order_relaxed) &&
+        membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
+      return;
+    if (!atomic_exchange_explicit(&barrier_broken, 1, memory_order_seq_cst)) {
+      __atomic_store_n(&cp_pool_asym, 0, __ATOMIC_SEQ_CST);
+      cp_warn("membarrier(2) failed after registration (a seccomp filter?): "
+              "each event now pays a full barrier, each snapshot a millisecond");
+    }
+  }
+  const struct timespec grace = {0, CP_GRACE_NS};
+  nanosleep(&grace, NULL);
 }
 
 static void wait_not_busy(cp_pool *p) {

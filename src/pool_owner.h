@@ -52,7 +52,8 @@
 #define CP_CTL_WANT 1u     /* a thread with exclusive access, or waiting for it */
 #define CP_CTL_SHARED 2u   /* locked mode for good (cp_pool_share) */
 
-/* 1 when membarrier(2) is registered for this process (cp_pool_owner_init). */
+/* 1 when membarrier(2) is registered for this process (cp_pool_owner_init);
+ * back to 0 for good if it fails later (pool_owner.c, barrier_all). */
 extern int cp_pool_asym;
 /* Register membarrier (idempotent; COLLPROF_TEST_NO_MEMBARRIER=1: don't);
  * again in a forked child. */
@@ -72,7 +73,7 @@ static inline uintptr_t cp_pool_owner(const cp_pool *p) { return __atomic_load_n
 static inline int cp_pool_enter(cp_pool *p, const void *me) {
   int owned = 0;
   if (__builtin_expect(cp_pool_owner(p) == (uintptr_t)me, 1)) {
-    if (__builtin_expect(cp_pool_asym, 1)) {
+    if (__builtin_expect(__atomic_load_n(&cp_pool_asym, __ATOMIC_RELAXED), 1)) {
       atomic_store_explicit(&p->inside, 1u, memory_order_relaxed);
       atomic_signal_fence(memory_order_seq_cst);   /* the compiler's order; membarrier the CPU's */
     } else {

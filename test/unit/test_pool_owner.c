@@ -9,6 +9,7 @@
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -218,6 +219,36 @@ static void test_peek(const char *mode) {
   cp_pool_destroy(p);
 }
 
+/* membarrier registered, then failing (as under a seccomp filter the
+ * application installs later): the first exclusive access turns the
+ * process over to the owner's own barrier, says so once, and exclusion
+ * still holds (test_exclusion waits for the owner inside). */
+static void test_membarrier_fails(void) {
+  setenv("COLLPROF_TEST_MEMBARRIER_FAIL", "1", 1);
+  cp_pool_owner_after_fork();   /* registers anew, reading the variable */
+  is_i(cp_pool_asym, 1, "failing membarrier: registered first");
+  char path[] = "/tmp/collprof-mbfail-XXXXXX";
+  const int fd = mkstemp(path);
+  fflush(stderr);
+  const int saved = dup(2);
+  dup2(fd, 2);
+  test_exclusion("failing membarrier");
+  test_posts("failing membarrier");
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char buf[4096] = {0};
+  const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  close(fd);
+  unlink(path);
+  int lines = 0;
+  for (const char *q = buf; n > 0 && (q = strstr(q, "collprof: membarrier(2) failed")) != NULL; q++) lines++;
+  is_i(lines, 1, "failing membarrier: one line on stderr");
+  is_i(cp_pool_asym, 0, "failing membarrier: the owners fence themselves from then on");
+  unsetenv("COLLPROF_TEST_MEMBARRIER_FAIL");
+  cp_pool_owner_after_fork();
+}
+
 int main(void) {
   cp_pool_owner_init();
   const int asym = cp_pool_asym;
@@ -232,5 +263,7 @@ int main(void) {
   test_posts("no membarrier");
   test_peek("no membarrier");
   cp_pool_asym = asym;
+  if (asym) test_membarrier_fails();
+  else diag("membarrier not available: its failure after registration not tested");
   done_testing();
 }
