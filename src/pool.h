@@ -34,6 +34,9 @@
  * the tail), bounded by COLLPROF_BLACKLIST_CAP; over the cap the least
  * recently named stopped parent is evicted (one warning, counted), which
  * only means its late children's GPU span and child time may be dropped.
+ * Only a KernelCh names a parent that already stopped (plugin.c,
+ * link_parent): its self time is settled, so a ProxyOp starting after its
+ * Coll stopped has nothing to give it and takes no reference.
  *
  * Holding a pool (pool_owner.h): its owner, the thread that records in
  * it, holds it without a lock; another thread posts what it changes in a
