@@ -28,6 +28,9 @@
 #                     (4031: every type but KernelCh): NCCL's own cost of
 #                     emitting the events collprof takes by default
 #   collprof-notrace  collprof defaults with COLLPROF_TRACE=0
+#   collprof-other    collprof defaults from another build, the one in
+#                     $COLLPROF_OTHER_BUILD (lib/): two builds side by side
+#                     in one run, as no two runs on a shared host compare
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 B=${COLLPROF_BUILD:-$TOP/build}
@@ -62,6 +65,11 @@ config_env() {
     noop-all) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095" ;;
     noop-default) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4031" ;;
     collprof-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_TRACE=0" ;;
+    collprof-other)
+      local o=${COLLPROF_OTHER_BUILD:-}
+      [ -n "$o" ] && [ -e "$o/lib/libcollprof.so" ] && [ -e "$o/lib/libcollprof-mpi.so" ] ||
+        { echo "overhead.sh: collprof-other needs COLLPROF_OTHER_BUILD with lib/libcollprof{,-mpi}.so" >&2; exit 2; }
+      echo "-x LD_PRELOAD=$o/lib/libcollprof-mpi.so -x NCCL_PROFILER_PLUGIN=$o/lib/libcollprof.so" ;;
     *) echo "overhead.sh: unknown configuration $1" >&2; exit 2 ;;
   esac
 }
