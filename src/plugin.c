@@ -659,8 +659,9 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   descr_func(t, d, type, &func, &dt, &bytes);
   uint32_t path = scratch ? cp_path_probe(parent_path, type, func) : cp_path_child_t(t, parent_path, type, func);
 
-  /* A parent in another pool is linked under its own lock first (locks are
-   * never nested). */
+  /* A parent in another pool is linked first, before ours is held (two
+   * pools are never held at once): under its lock, or read without it
+   * (another thread's lane: link_parent_other). */
   plink pl = {0, 0, 0, 0, 0};
   if (pdec && ppool != pool) link_parent_other(t, ppool, &pf, &pl, type == ncclProfileKernelCh);
   /* A Coll/P2p of a call that ran with KernelCh on holds its slot for its

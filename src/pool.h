@@ -277,15 +277,17 @@ static inline void cp_pool_unref(cp_pool *p, cp_slot *s, uint32_t idx) {
  * slots are freed at stop and are never held; callers keep the scratch and
  * PXN detach pools free of holds. */
 void cp_pool_hold(cp_pool *p, cp_slot *s, uint32_t idx, uint32_t n);
-static inline int cp_pool_hold_take(cp_slot *s) {
-  if (s->refcnt == 0) return 0;
-  /* a compare-and-swap: a KernelCh on another thread takes holds without
-   * the pool (pool_owner.h, cp_pool_peek_parent) */
+/* One hold off s->hold: 1 when there was one.  A compare-and-swap: a
+ * KernelCh on another thread takes holds without the pool (pool_owner.h,
+ * cp_pool_peek_parent). */
+static inline int cp_slot_take_hold(cp_slot *s) {
   uint32_t h = __atomic_load_n(&s->hold, __ATOMIC_RELAXED);
   while (h != 0)
-    if (__atomic_compare_exchange_n(&s->hold, &h, h - 1, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-      return 1;                    /* refcnt already counts it */
+    if (__atomic_compare_exchange_n(&s->hold, &h, h - 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return 1;
   return 0;
+}
+static inline int cp_pool_hold_take(cp_slot *s) {
+  return s->refcnt != 0 && cp_slot_take_hold(s);   /* refcnt already counts it */
 }
 /* Account a slot's pending GPU span into its path (profile) and clear it;
  * a span marked bad is counted as dropped instead. */

@@ -71,10 +71,20 @@ static void path_estimate(collprof_path_stat *p, cp_gcls *g) {
   p->gpu_est_ns = p->gpu_first_ns; p->gpu_est_calls = p->gpu_first_samples;
 }
 
-static void scan_pool(cp_pool *p, scan *sc, uint64_t *evictions, uint64_t *memory) {
+/* One exclusive access per pool (each costs a membarrier): its slots and
+ * counters, and for a communicator's lane (ci) its events and GPU clock
+ * offset (the least of the lanes'). */
+static void scan_pool(cp_pool *p, scan *sc, uint64_t *evictions, uint64_t *memory, collprof_comm_info *ci) {
   if (!p) return;
   cp_pool_excl_lock(p);   /* its owner may be recording (pool_owner.h) */
   cp_pool_drain(p);
+  if (ci) {
+    ci->events += p->events;
+    if (p->gpu_off_valid && (!ci->gpu_offset_valid || p->gpu_off < ci->gpu_offset_ns)) {
+      ci->gpu_offset_ns = p->gpu_off;
+      ci->gpu_offset_valid = 1;
+    }
+  }
   cp_pool_foreach(p, scan_slot, sc);
   for (uint32_t i = 0; i < p->nunterm; i++) {   /* live when its chunks were released */
     if (p->unterm[i].path < sc->n) sc->paths[p->unterm[i].path].unterminated += p->unterm[i].n;
@@ -157,20 +167,10 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
     memory += sizeof *c;
     /* its lanes (one pool per calling thread, registry.h): events summed,
      * the GPU clock offset the least of theirs */
-    for (uint32_t l = 0; l < CP_LANES; l++) {
-      cp_pool *p = cp_registry_lane(i, l);
-      if (!p) continue;
-      cp_pool_excl_lock(p);
-      ci->events += p->events;
-      if (p->gpu_off_valid && (!ci->gpu_offset_valid || p->gpu_off < ci->gpu_offset_ns)) {
-        ci->gpu_offset_ns = p->gpu_off;
-        ci->gpu_offset_valid = 1;
-      }
-      cp_pool_excl_unlock(p);
-      scan_pool(p, &sc, &out->blacklist_evictions, &memory);
-    }
+    for (uint32_t l = 0; l < CP_LANES; l++)
+      scan_pool(cp_registry_lane(i, l), &sc, &out->blacklist_evictions, &memory, ci);
   }
-  scan_pool(cp_core_pool_for(0, 0), &sc, &out->blacklist_evictions, &memory);
+  scan_pool(cp_core_pool_for(0, 0), &sc, &out->blacklist_evictions, &memory, NULL);
   for (size_t i = 0; i < n; i++) {
     collprof_path_stat *p = &out->paths[i];
     if (p->calls == 0) p->min_ns = p->max_ns = 0;
