@@ -36,11 +36,14 @@ ok "proxy mode under collprof: KernelCh under its Coll, every one of 4200 counte
 # ablate.sh reads the own-ns column of that same table: its parser must
 # give exactly the figures the table shows (a column added to the table
 # once made it read Mevents/s instead).
-read -r on rh off <<<"$("$TOP/test/bench/ablate.sh" --parse <"$T/out")"
+read -r on rh off on2 off2 <<<"$("$TOP/test/bench/ablate.sh" --parse <"$T/out")"
 own_col() { awk -v c="$1" 'index($0, c) == 1 { r = substr($0, length(c) + 1); split(r, f, " +"); if (f[2] == 1) print f[4] }' "$T/out"; }
 is "$on" "$(own_col "collprof, trace on")" "ablate.sh --parse: trace on's own ns"
 is "$rh" "$(own_col "trace on, ring holds run")" "ablate.sh --parse: ring-holds-run's own ns"
 is "$off" "$(own_col "collprof, trace off")" "ablate.sh --parse: trace off's own ns"
+x2_col() { awk -v c="$1" 'index($0, c) == 1 { r = substr($0, length(c) + 1); split(r, f, " +"); if (f[2] == 2) print f[6] }' "$T/out"; }
+is "$on2" "$(x2_col "collprof, trace on")" "ablate.sh --parse: trace on's T=2 scaling"
+is "$off2" "$(x2_col "collprof, trace off")" "ablate.sh --parse: trace off's T=2 scaling"
 # test/bench/ablate.sh's measuring-only variants are textual patches: each
 # must still apply to this tree (a stale one would silently measure nothing).
 if command -v python3 >/dev/null; then

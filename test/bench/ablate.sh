@@ -21,22 +21,28 @@
 #               the writer thread has nothing to do
 #   no-format   the writer takes the records but formats and writes nothing
 # Prints own ns per event (collprof minus the do-nothing plugin) for the
-# bench's three collprof rows: trace on (default ring), trace on (ring holds
-# run), trace off.  Needs python3; builds in $TMPDIR.
+# bench's three collprof rows at T=1: trace on (default ring), trace on
+# (ring holds run), trace off; and how two threads scale against one
+# ("vs T=1") with the trace on and off.  On a 2-core machine the writer
+# thread shares the cores with two producers: writer-idle and no-format
+# give the scaling a writer doing less (or nothing) would allow.  Needs
+# python3; builds in $TMPDIR.
 set -u
 # own_ns: a bench table on stdin -> the own ns of its three collprof rows
-# at T=1 ("trace on" "ring holds run" "trace off").  A row is the
-# configuration name (spaces inside), T, ns/event, own ns, ...: the name is
-# cut off and the fields counted from there, never from the end (the
-# table gains columns).
+# at T=1 ("trace on" "ring holds run" "trace off"), then the T=2 rows'
+# "vs T=1" of trace on and trace off ("-" where the table has no T=2).  A
+# row is the configuration name (spaces inside), T, ns/event, own ns,
+# Mevents/s, vs T=1, ...: the name is cut off and the fields counted from
+# there, never from the end (the table gains columns).
 own_ns() {
   awk '
     { row = $0; name = "" }
     sub(/^collprof, trace on +/, "", row)        { name = "on" }
     sub(/^trace on, ring holds run +/, "", row)  { name = "rh" }
     sub(/^collprof, trace off +/, "", row)       { name = "off" }
-    name != "" { split(row, f, " +"); if (f[1] == 1) v[name] = f[3] }
-    END { printf "%s %s %s\n", v["on"], v["rh"], v["off"] }'
+    name != "" { split(row, f, " +"); if (f[1] == 1) v[name] = f[3]; if (f[1] == 2) x[name] = f[5] }
+    END { printf "%s %s %s %s %s\n", v["on"], v["rh"], v["off"],
+                 (x["on"] != "" ? x["on"] : "-"), (x["off"] != "" ? x["off"] : "-") }'
 }
 if [ "${1:-}" = --parse ]; then own_ns; exit; fi
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -141,11 +147,13 @@ for v in "${VARIANTS[@]}"; do
 done
 if [ $CHECK = 1 ]; then rm -rf "$W"; exit $stale; fi
 [ ${#ok[@]} -gt 0 ] || exit 1
-printf '%-12s %5s %16s %16s %10s\n' variant round "trace on" "ring holds run" "trace off"
+printf '%-12s %5s %16s %16s %10s %9s %9s\n' variant round "trace on" "ring holds run" "trace off" \
+  "on T2/T1" "off T2/T1"
 for r in $(seq 1 "$ROUNDS"); do
   for v in "${ok[@]}"; do
-    COLLPROF_BUILD=$W/b_$v "$BENCH" --reps 5 --threads 1 2>/dev/null |
-      own_ns | { read -r on rh off; printf '%-12s %5d %16s %16s %10s\n' "$v" "$r" "$on" "$rh" "$off"; }
+    COLLPROF_BUILD=$W/b_$v "$BENCH" --reps 5 --threads 1,2 2>/dev/null |
+      own_ns | { read -r on rh off on2 off2
+                 printf '%-12s %5d %16s %16s %10s %9s %9s\n' "$v" "$r" "$on" "$rh" "$off" "$on2" "$off2"; }
   done
 done
-echo "(own ns per event, T=1; builds in $W)"
+echo "(own ns per event at T=1, and 2 threads' events per second over 1 thread's; builds in $W)"

@@ -18,6 +18,7 @@ typedef struct bench_result {
   uint64_t max_ns;        /* slowest thread's timed loop */
   double ns_per_event;    /* mean over threads of thread time / thread events */
   long long dropped;      /* trace records dropped (parent reads the output), -1 none */
+  long long lines;        /* lines the trace files hold (written records) */
   uint64_t proxy_events;  /* proxy mode: starts on the proxy threads */
   uint64_t full_waits;    /* proxy mode: application waits on a full queue */
 } bench_result;

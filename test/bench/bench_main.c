@@ -64,12 +64,17 @@ static double median(const double *v, int n) {
 }
 
 /* "traceDropped":N from the tail of every trace file in dir (the process
- * summary record is the last line); -1 when there is none (no trace). */
-static long long trace_dropped(const char *dir) {
+ * summary record is the last line), and in *lines the lines those files
+ * hold: written plus dropped is every record the trace was offered,
+ * warm-up and the proxy thread's included (the timed loop's events and
+ * states alone would undercount it).  -1 when there is none (no trace). */
+static long long trace_dropped(const char *dir, long long *lines) {
+  *lines = 0;
   DIR *d = opendir(dir);
   if (!d) return -1;
   long long sum = -1;
   struct dirent *e;
+  static char buf[1 << 16];
   while ((e = readdir(d)) != NULL) {
     size_t n = strlen(e->d_name);
     if (n < 6 || strcmp(e->d_name + n - 6, ".jsonl") != 0) continue;
@@ -77,12 +82,14 @@ static long long trace_dropped(const char *dir) {
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     FILE *f = fopen(path, "r");
     if (!f) continue;
-    static char tail[1 << 16];
-    if (fseek(f, -(long)(sizeof tail - 1), SEEK_END) != 0) rewind(f);
-    size_t got = fread(tail, 1, sizeof tail - 1, f);
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+      for (const char *p = buf; (p = memchr(p, '\n', (size_t)(buf + got - p))) != NULL; p++) ++*lines;
+    if (fseek(f, -(long)(sizeof buf - 1), SEEK_END) != 0) rewind(f);
+    got = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
-    tail[got] = '\0';
-    const char *k = strstr(tail, "\"traceDropped\":");
+    buf[got] = '\0';
+    const char *k = strstr(buf, "\"traceDropped\":");
     if (k) sum = (sum < 0 ? 0 : sum) + atoll(k + 15);
   }
   closedir(d);
@@ -130,7 +137,7 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
   fclose(in);
   int st = 0;
   waitpid(pid, &st, 0);
-  r->dropped = trace_dropped(dir);
+  r->dropped = trace_dropped(dir, &r->lines);
   nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   if (!got) return -1;
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
@@ -229,7 +236,7 @@ int main(int argc, char **argv) {
     for (int ti = 0; ti < nt; ti++)
       for (int c = 0; c < nc; c++) {
         if (!cs[c].ok || (cs[c].t1_only && tv[ti] != 1)) continue;
-        bench_result r = {0, 0, 0, 0, -1, 0, 0};
+        bench_result r = {0, 0, 0, 0, -1, 0, 0, 0};
         if (run_child(&cs[c], tv[ti], iters, &r) != 0) {
           fprintf(stderr, "collprof-bench: %s (T=%d) gave no result\n", cs[c].name, tv[ti]);
           failed = 1;
@@ -240,9 +247,9 @@ int main(int argc, char **argv) {
         cs[c].states_per_event[ti][k] = r.events ? (double)r.states / (double)r.events : 0;
         cs[c].waits[ti][k] = (double)r.full_waits / (double)(iters + 2000);
         cs[c].eps[ti][k] = r.max_ns ? (double)r.events * 1e9 / (double)r.max_ns : 0;
-        /* records offered: every event and state (lifecycle lines aside) */
+        /* of the records offered: written or dropped */
         cs[c].drop[ti][k] = r.dropped < 0 ? -1
-                            : 100.0 * (double)r.dropped / (double)(r.events + r.states);
+                            : 100.0 * (double)r.dropped / (double)(r.dropped + r.lines > 0 ? r.dropped + r.lines : 1);
       }
 
   /* The do-nothing plugin's run of the same repetition and thread count is

@@ -337,7 +337,7 @@ int bench_child(const char *plugin, int threads, long iters) {
     ts[i].idx = i;
     pthread_create(&tid[i], NULL, thread_main, &ts[i]);
   }
-  bench_result r = {0, 0, 0, 0, -1, 0, 0};
+  bench_result r = {0, 0, 0, 0, -1, 0, 0, 0};
   for (int i = 0; i < threads; i++) {
     pthread_join(tid[i], NULL);
     r.events += ts[i].events;
