@@ -5,7 +5,7 @@
  *   mpirun -np N collprof-gpu-app [--min 8] [--max 64M] [--factor 2]
  *       [--iters 20] [--warmup 5] [--ops allreduce,allgather,...|all]
  *       [--phases sweep,split,graph|all] [--replays 10] [--gpus-per-proc 1|2]
- *       [--iter-times] [--out DIR]
+ *       [--iter-times] [--gpu-bound] [--out DIR]
  *
  * Phases, each on every GPU thread:
  *   sweep  every op of --ops at sizes --min..--max (x --factor), --warmup
@@ -17,6 +17,13 @@
  *          when its timed loop began, to tell one slow call from a uniform
  *          cost and to place it in time (off by default: the plain timing
  *          has no event but the two around the loop)
+ *          --gpu-bound queues each size's timed calls behind a kernel that
+ *          spins on the GPU (iters x 40 us, at least 2 ms) while the host
+ *          issues them, so the GPU runs them back to back and the CUDA
+ *          events time the GPU's work, not how fast the host issues calls
+ *          (a loop of ~10 us calls is host-bound, the profiler's own cost
+ *          included); sweep.json then says per size how long the spin and
+ *          the issuing took (issuing longer than the spin: not GPU-bound)
  *   split  ncclCommSplit of the world communicator (2 halves from 4 NCCL
  *          ranks on, else one copy) named "split"; AllReduce, Broadcast and
  *          AllGather on it interleaved with AllReduce on "world", each call
@@ -44,8 +51,8 @@ static struct {
   int iters, warmup, replays, gpp;
   int ops[NOPS], phase_sweep, phase_split, phase_graph;
   const char *out;
-  int iter_times;
-} opt = {8, 64u << 20, 2, 20, 5, 10, 1, {1, 1, 1, 1, 1, 1}, 1, 1, 1, ".", 0};
+  int iter_times, gpu_bound;
+} opt = {8, 64u << 20, 2, 20, 5, 10, 1, {1, 1, 1, 1, 1, 1}, 1, 1, 1, ".", 0, 0};
 
 typedef struct gpu_thr {
   int t, nccl_rank, nccl_n, dev;
@@ -64,6 +71,18 @@ static int g_nsizes[NOPS];
  * loop: CLOCK_REALTIME ns and CLOCK_MONOTONIC ns (collprof's trace ts) */
 static float *g_iter_us, *g_iter_host_us;
 static long long g_start_real_ns[NOPS][MAXSIZES], g_start_mono_ns[NOPS][MAXSIZES];
+/* --gpu-bound, NCCL rank 0: the spin kernel's length and the host's time
+ * to issue the timed calls, us */
+static double g_spin_us[NOPS][MAXSIZES], g_issue_us[NOPS][MAXSIZES];
+
+/* Hold the stream for ns nanoseconds of the GPU's global timer. */
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
 
 /* The split phase, NCCL rank 0: calls and CUDA-event us per op, each call
  * timed on its own stream (events just before and after it).  Two
@@ -140,7 +159,13 @@ static void phase_sweep(gpu_thr *g) {
     for (double sz = (double)opt.min; sz <= (double)opt.max && k < MAXSIZES; sz *= opt.factor, k++) {
       size_t used = 0;
       for (int i = 0; i < opt.warmup; i++) used = app_op(w, op, (size_t)sz);
-      long long real_ns = 0, mono_ns = 0;
+      long long real_ns = 0, mono_ns = 0, issue0 = 0;
+      const double spin_us = opt.iters * 40.0 > 2000.0 ? opt.iters * 40.0 : 2000.0;
+      if (opt.gpu_bound) {
+        spin_kernel<<<1, 1, 0, w->stream>>>((unsigned long long)(spin_us * 1000.0));
+        CUDACHECK(cudaGetLastError());
+        issue0 = clock_ns(CLOCK_MONOTONIC);
+      }
       if (nev) {
         real_ns = clock_ns(CLOCK_REALTIME);
         mono_ns = clock_ns(CLOCK_MONOTONIC);
@@ -155,10 +180,13 @@ static void phase_sweep(gpu_thr *g) {
         for (int i = 0; i < opt.iters; i++) used = app_op(w, op, (size_t)sz);
       }
       CUDACHECK(cudaEventRecord(b, w->stream));
+      const double issue_us = opt.gpu_bound ? (clock_ns(CLOCK_MONOTONIC) - issue0) / 1e3 : 0;
       CUDACHECK(cudaEventSynchronize(b));
       float ms = 0;
       CUDACHECK(cudaEventElapsedTime(&ms, a, b));
       if (g->nccl_rank == 0) {
+        g_spin_us[op][k] = opt.gpu_bound ? spin_us : 0;
+        g_issue_us[op][k] = issue_us;
         g_size[op][k] = used;
         g_us[op][k] = opt.iters ? ms * 1000.0 / opt.iters : 0;
         g_start_real_ns[op][k] = real_ns;
@@ -305,8 +333,8 @@ static void write_sweep(int n) {
   snprintf(path, sizeof path, "%s/sweep.json", opt.out);
   FILE *f = fopen(path, "w");
   if (!f) app_die("cannot write", path);
-  fprintf(f, "{\"nranks\":%d,\"iters\":%d,\"warmup\":%d,\"iterTimes\":%s,\"results\":[", n,
-          opt.iters, opt.warmup, g_iter_us ? "true" : "false");
+  fprintf(f, "{\"nranks\":%d,\"iters\":%d,\"warmup\":%d,\"iterTimes\":%s,\"gpuBound\":%s,\"results\":[",
+          n, opt.iters, opt.warmup, g_iter_us ? "true" : "false", opt.gpu_bound ? "true" : "false");
   int first = 1;
   for (int op = 0; op < NOPS; op++) {
     if (!opt.ops[op] || !g_nsizes[op]) continue;
@@ -321,6 +349,8 @@ static void write_sweep(int n) {
       printf("   %12zu %12.2f %12.2f %12.2f\n", g_size[op][k], us, alg, bus);
       fprintf(f, "%s\n {\"op\":\"%s\",\"bytes\":%zu,\"time_us\":%.3f,\"algbw\":%.4f,\"busbw\":%.4f",
               first ? "" : ",", app_op_name[op], g_size[op][k], us, alg, bus);
+      if (opt.gpu_bound)
+        fprintf(f, ",\"spin_us\":%.1f,\"issue_us\":%.1f", g_spin_us[op][k], g_issue_us[op][k]);
       if (g_iter_us) {
         /* --iter-times: host clocks before the timed loop, us of each call
          * (CUDA events), us from the loop's start until each was issued */
@@ -361,7 +391,8 @@ int main(int argc, char **argv) {
   const char *const phase_names[3] = {"sweep", "split", "graph"};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--iter-times")) { opt.iter_times = 1; continue; }   /* the one flag */
+    if (!strcmp(a, "--iter-times")) { opt.iter_times = 1; continue; }   /* the flags */
+    if (!strcmp(a, "--gpu-bound")) { opt.gpu_bound = 1; continue; }
     if (!v) app_die("missing value after", a);
     i++;
     if (!strcmp(a, "--min")) opt.min = parse_size(v);

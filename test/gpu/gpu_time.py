@@ -16,6 +16,12 @@ plugin drops by its slot-reuse rule are left out here too).  Sizes >= MIN_BYTES
 is shown too: when the host runs far ahead of the GPU, NCCL's KernelCh
 timestamps of late-read channels can belong to other kernels, and a few
 such spans dominate a mean).  Exit 1 if one does not.
+
+SWEEP from `collprof-gpu-app --gpu-bound` (sweep.json "gpuBound"): the
+timed calls were queued behind a spinning kernel, so the CUDA-event time is
+the GPU's, not the rate at which the host issued the calls; a size whose
+calls took the host longer to issue than the spin lasted is marked
+"not GPU-bound" (its CUDA-event time may still include host gaps).
 """
 import bisect
 import json
@@ -101,6 +107,10 @@ def main():
         if op in ("allgather", "reducescatter"):
             b *= n
         groups.setdefault((op, b), []).append((hi - lo) / 1000.0)
+    if sweep.get("gpuBound"):
+        print("# CUDA events: calls queued behind a spinning kernel (collprof-gpu-app --gpu-bound)")
+    else:
+        print("# CUDA events: around a back-to-back loop (host-bound where calls are short)")
     print("# %-14s %10s %8s %12s %12s %12s %8s" % ("op", "bytes", "samples", "mean_us",
                                                   "median_us", "cudaevent_us", "ratio"))
     bad = 0
@@ -114,11 +124,13 @@ def main():
         med = statistics.median(v)
         ratio = med / r["time_us"] if r["time_us"] > 0 else 0
         flag = ""
+        if r.get("issue_us", 0) > r.get("spin_us", 0) > 0:
+            flag = "  not GPU-bound (issued in %.0f us, spin %.0f us)" % (r["issue_us"], r["spin_us"])
         if r["bytes"] >= minb:
             checked += 1
             if abs(ratio - 1) > 0.20:
                 bad += 1
-                flag = "  > 20%"
+                flag = "  > 20%" + flag
         print("  %-14s %10d %8d %12.2f %12.2f %12.2f %8.3f%s" % (r["op"], r["bytes"], len(v), mean,
                                                                  med, r["time_us"], ratio, flag))
     print("# KernelCh records without a Coll: %d; Colls without one KernelCh per channel "

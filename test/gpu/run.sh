@@ -8,7 +8,8 @@
 # For each NP: the app with every phase (sweep of all ops, split
 # communicator, CUDA graph) on NP ranks, one GPU each, then check_run.py
 # (exact calls per Coll/P2p path and bytes, GPU times, every rank file
-# parses) and gpu_time.py (sampled vs CUDA-event time, sizes >= 1 MiB).
+# parses); then a sweep of sizes >= 1 MiB, 200 calls each, checked the
+# same way and by gpu_time.py (sampled vs CUDA-event time within 20%).
 # Then, when there are 2 GPUs or more, one process driving 2 GPUs from two
 # threads.  Output folders stay in $RUN_OUT (default a temporary folder).
 # APP_ARGS adds app options to every run (e.g. "--phases sweep,split");
@@ -55,10 +56,17 @@ run() {
 for np in "${nps[@]}"; do
   if [ "$np" -gt "$ngpu" ]; then echo "# skip $np ranks: $ngpu GPU(s)"; continue; fi
   run "np$np" "$np" --iters 20 --warmup 5
-  if [ -e "$RUN_OUT/np$np/app/sweep.json" ]; then
-    echo "== np$np: sampled GPU time vs CUDA events (COLLPROF_GPU_SAMPLE default)"
-    python3 "$TOP/test/gpu/gpu_time.py" "$RUN_OUT/np$np/app/sweep.json" \
-      "$RUN_OUT/np$np/prof/rank0.jsonl" || fail=$((fail + 1))
+  # Sampled GPU time against CUDA events gets a sweep of its own, sizes
+  # from 1 MiB, 200 timed calls each: 20 calls give a size one or two
+  # samples, too few for a median; 200 give a 1 MiB size 13-15 (H200,
+  # default 1 in 16; larger sizes fewer, one sample being in flight at a
+  # time).  A loop of such calls is GPU-bound (collprof-gpu-app
+  # --gpu-bound times them the same), so CUDA events time the GPU.
+  run "gt$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20
+  if [ -e "$RUN_OUT/gt$np/app/sweep.json" ]; then
+    echo "== gt$np: sampled GPU time vs CUDA events (COLLPROF_GPU_SAMPLE default)"
+    python3 "$TOP/test/gpu/gpu_time.py" "$RUN_OUT/gt$np/app/sweep.json" \
+      "$RUN_OUT/gt$np/prof/rank0.jsonl" || fail=$((fail + 1))
   fi
 done
 if [ "$ngpu" -ge 2 ]; then
