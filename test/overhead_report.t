@@ -102,4 +102,27 @@ like "$(grep -E '^ +16 ' "$D/e.out" | tail -1)" "^ +16 +8/8 p=0\.008 .* 9/9 p=0\
   "a missing repetition: collprof 8 of 8 pairs, the others still 9 of 9 (pairs by repetition number)"
 like "$(grep "^collprof's excess split" "$D/e.out")" "its trace \+0\.200 \(collprof - collprof-notrace\)" \
   "...and the split still recovers the trace's 0.2 us"
+# Every event on every call: noop-all adds 1.0 us per call at the
+# host-bound sizes, collprof-all-notrace 1.4 and collprof-all 2.1; the
+# split must recover collprof's 0.4 of bookkeeping and 0.7 of trace.
+rm -rf "$D"
+python3 - "$D" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+add = {"none": 0, "collprof": 0.5, "collprof-all": 2.1, "noop-all": 1.0, "collprof-all-notrace": 1.4}
+for rep in range(1, 8):
+    base = 10.0 * (1 + 0.05 * ((rep * 5) % 7))
+    for c, a in add.items():
+        res = []
+        for b in (8, 16, 1024, 1048576):
+            t = base + (a if b <= 65536 else 0)
+            res.append({"op": "allreduce", "bytes": b, "time_us": t, "busbw": b / t / 1e3})
+        os.makedirs("%s/%s.%d/app" % (d, c, rep))
+        json.dump({"results": res}, open("%s/%s.%d/app/sweep.json" % (d, c, rep), "w"))
+PY
+python3 "$REP" "$D" 2 none collprof collprof-all noop-all collprof-all-notrace >"$D/f.out" 2>&1
+like "$(grep "^collprof-all's excess over noop-all split" "$D/f.out")" "collprof's bookkeeping \+0\.400 \(collprof-all-notrace - noop-all\); its trace \+0\.700 \(collprof-all - collprof-all-notrace\)" \
+  "collprof-all's excess over noop-all split into bookkeeping and trace"
+python3 "$REP" "$D" 2 none collprof collprof-all noop-all >"$D/g.out" 2>&1
+is "$(grep -c "^collprof-all's excess over noop-all split" "$D/g.out")" 0 "without collprof-all-notrace: no such split"
 done_testing

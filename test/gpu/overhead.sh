@@ -28,6 +28,9 @@
 #                     (4031: every type but KernelCh): NCCL's own cost of
 #                     emitting the events collprof takes by default
 #   collprof-notrace  collprof defaults with COLLPROF_TRACE=0
+#   collprof-all-notrace  collprof-all with COLLPROF_TRACE=0: with it the
+#                     report splits collprof-all's excess over noop-all
+#                     into collprof's bookkeeping and its trace
 #   collprof-other    collprof defaults from another build, the one in
 #                     $COLLPROF_OTHER_BUILD (lib/): two builds side by side
 #                     in one run, as no two runs on a shared host compare
@@ -65,6 +68,7 @@ config_env() {
     noop-all) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095" ;;
     noop-default) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4031" ;;
     collprof-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_TRACE=0" ;;
+    collprof-all-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_TRACE=0" ;;
     collprof-other)
       local o=${COLLPROF_OTHER_BUILD:-}
       [ -n "$o" ] && [ -e "$o/lib/libcollprof.so" ] && [ -e "$o/lib/libcollprof-mpi.so" ] ||

@@ -137,7 +137,9 @@ def paired_section(op, ser, cfgs, sizes):
     and collprof-notrace present, collprof's excess split into NCCL's own
     cost of emitting the default events, collprof's bookkeeping and its
     trace, each part from its own pairs (not from differences of medians,
-    which carry the noise of both)."""
+    which carry the noise of both); with collprof-all-notrace present,
+    collprof-all's excess over noop-all split the same way into
+    bookkeeping and trace."""
     base = cfgs[0]
     by_rep = {c: {x[2]: x[1] for x in ser[c]} for c in cfgs}
 
@@ -176,6 +178,14 @@ def paired_section(op, ser, cfgs, sizes):
         print("collprof's excess split, each part paired by repetition (median over sizes <= %d B, "
               "us per call): %s" % (SMALL, "; ".join("%s %+.3f (%s - %s)" % (what, small_excess(a, b) or 0.0, a, b)
                                                      for what, a, b in parts)))
+    # every event on every call: what collprof adds to the do-nothing
+    # plugin's cost, without and with its trace
+    parts_all = (("collprof's bookkeeping", "collprof-all-notrace", "noop-all"),
+                 ("its trace", "collprof-all", "collprof-all-notrace"))
+    if all(c in cfgs for _, c, _ in parts_all):
+        print("collprof-all's excess over noop-all split, paired by repetition (median over sizes <= %d B, "
+              "us per call): %s" % (SMALL, "; ".join("%s %+.3f (%s - %s)" % (what, small_excess(a, b) or 0.0, a, b)
+                                                     for what, a, b in parts_all)))
 
 
 def main():
