@@ -67,14 +67,16 @@ like "$(grep 'spread of repetitions' "$D/c.out")" "noop-all 7\.[0-9]*%, collprof
 # host-bound sizes, collprof-notrace 0.3 and collprof 0.5; 1 MiB the same
 # in all.  The sign test must call 16 B real (9 of 9 slower, p = 0.004),
 # and the attribution must recover 0.2 + 0.1 + 0.2.
-rm -rf "$D"
-python3 - "$D" <<'PY'
+# paired REPS ADD: REPS repetitions, each with its own baseline (10 .. 14
+# us, 5% steps of (rep x 7) mod 9), every configuration of the JSON object
+# ADD taking that plus its value (us) at the host-bound sizes; 1 MiB equal.
+paired() {
+  rm -rf "$D"
+  python3 - "$D" "$1" "$2" <<'PY'
 import json, os, sys
-d = sys.argv[1]
-add = {"none": 0, "collprof": 0.5, "collprof-all": 0, "noop-all": 0, "noop-default": 0.2,
-       "collprof-notrace": 0.3}
-for rep in range(1, 10):
-    base = 10.0 * (1 + 0.05 * ((rep * 7) % 9))       # 10 .. 14 us, a different one per repetition
+d, reps, add = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+for rep in range(1, reps + 1):
+    base = 10.0 * (1 + 0.05 * ((rep * 7) % 9))
     for c, a in add.items():
         res = []
         for b in (8, 16, 1024, 1048576):
@@ -83,6 +85,8 @@ for rep in range(1, 10):
         os.makedirs("%s/%s.%d/app" % (d, c, rep))
         json.dump({"results": res}, open("%s/%s.%d/app/sweep.json" % (d, c, rep), "w"))
 PY
+}
+paired 9 '{"none": 0, "collprof": 0.5, "collprof-all": 0, "noop-all": 0, "noop-default": 0.2, "collprof-notrace": 0.3}'
 python3 "$REP" "$D" 2 none collprof collprof-all noop-all noop-default collprof-notrace >"$D/d.out" 2>&1
 like "$(grep -E '^ +16 ' "$D/d.out" | tail -1)" "^ +16 +9/9 p=0\.004 +0/0 p=1\.000 +0/0 p=1\.000 +9/9 p=0\.004 +9/9 p=0\.004" \
   "paired: 16 B slower in 9 of 9 repetitions for collprof, noop-default, collprof-notrace (p 0.004); ties left out"
@@ -105,21 +109,7 @@ like "$(grep "^collprof's excess split" "$D/e.out")" "its trace \+0\.200 \(collp
 # Every event on every call: noop-all adds 1.0 us per call at the
 # host-bound sizes, collprof-all-notrace 1.4 and collprof-all 2.1; the
 # split must recover collprof's 0.4 of bookkeeping and 0.7 of trace.
-rm -rf "$D"
-python3 - "$D" <<'PY'
-import json, os, sys
-d = sys.argv[1]
-add = {"none": 0, "collprof": 0.5, "collprof-all": 2.1, "noop-all": 1.0, "collprof-all-notrace": 1.4}
-for rep in range(1, 8):
-    base = 10.0 * (1 + 0.05 * ((rep * 5) % 7))
-    for c, a in add.items():
-        res = []
-        for b in (8, 16, 1024, 1048576):
-            t = base + (a if b <= 65536 else 0)
-            res.append({"op": "allreduce", "bytes": b, "time_us": t, "busbw": b / t / 1e3})
-        os.makedirs("%s/%s.%d/app" % (d, c, rep))
-        json.dump({"results": res}, open("%s/%s.%d/app/sweep.json" % (d, c, rep), "w"))
-PY
+paired 7 '{"none": 0, "collprof": 0.5, "collprof-all": 2.1, "noop-all": 1.0, "collprof-all-notrace": 1.4}'
 python3 "$REP" "$D" 2 none collprof collprof-all noop-all collprof-all-notrace >"$D/f.out" 2>&1
 like "$(grep "^collprof-all's excess over noop-all split" "$D/f.out")" "collprof's bookkeeping \+0\.400 \(collprof-all-notrace - noop-all\); its trace \+0\.700 \(collprof-all - collprof-all-notrace\)" \
   "collprof-all's excess over noop-all split into bookkeeping and trace"
