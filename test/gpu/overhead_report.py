@@ -171,21 +171,23 @@ def paired_section(op, ser, cfgs, sizes):
     ex = {c: small_excess(c, base) for c in cfgs[1:]}
     print("median over sizes <= %d B of the paired excess per call (us): %s" %
           (SMALL, ", ".join("%s %+.3f" % (c, v) for c, v in ex.items() if v is not None)))
-    parts = (("NCCL emitting the default events", "noop-default", base),
-             ("collprof's bookkeeping", "collprof-notrace", "noop-default"),
-             ("its trace", "collprof", "collprof-notrace"))
-    if all(c in cfgs for _, c, _ in parts):
-        print("collprof's excess split, each part paired by repetition (median over sizes <= %d B, "
-              "us per call): %s" % (SMALL, "; ".join("%s %+.3f (%s - %s)" % (what, small_excess(a, b) or 0.0, a, b)
-                                                     for what, a, b in parts)))
+    def split(title, parts):
+        """title, then each (what, a, b) as a's paired excess over b, when
+        every configuration named is present"""
+        if all(c in cfgs for _, a, b in parts for c in (a, b)):
+            print("%s paired by repetition (median over sizes <= %d B, us per call): %s" %
+                  (title, SMALL, "; ".join("%s %+.3f (%s - %s)" % (what, small_excess(a, b) or 0.0, a, b)
+                                           for what, a, b in parts)))
+
+    split("collprof's excess split, each part",
+          (("NCCL emitting the default events", "noop-default", base),
+           ("collprof's bookkeeping", "collprof-notrace", "noop-default"),
+           ("its trace", "collprof", "collprof-notrace")))
     # every event on every call: what collprof adds to the do-nothing
     # plugin's cost, without and with its trace
-    parts_all = (("collprof's bookkeeping", "collprof-all-notrace", "noop-all"),
-                 ("its trace", "collprof-all", "collprof-all-notrace"))
-    if all(c in cfgs for _, c, _ in parts_all):
-        print("collprof-all's excess over noop-all split, paired by repetition (median over sizes <= %d B, "
-              "us per call): %s" % (SMALL, "; ".join("%s %+.3f (%s - %s)" % (what, small_excess(a, b) or 0.0, a, b)
-                                                     for what, a, b in parts_all)))
+    split("collprof-all's excess over noop-all split,",
+          (("collprof's bookkeeping", "collprof-all-notrace", "noop-all"),
+           ("its trace", "collprof-all", "collprof-all-notrace")))
 
 
 def main():
