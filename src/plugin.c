@@ -64,6 +64,7 @@
 #include "config.h"
 #include "cuda_uuid.h"
 #include "handle.h"
+#include "kc_batch.h"
 #include "mask_control.h"
 #include "output_hooks.h"
 #include "paths.h"
@@ -339,6 +340,7 @@ static void link_parent_other(cp_thr *t, cp_pool *pp, const cp_handle_fields *pf
     const cp_post m = {.idx = ls, .gen = v.gen, .op = CP_POST_REF};
     cp_pool_post(pp, &m);
   }
+  if (kch) cp_kcb_open(t, pp, ls, v.gen);   /* its stop joins the parent's batch */
   l->slot = pf->slot;
   l->gen = v.gen;
   l->origin_pid = 0;   /* another thread's pool is never the PXN detach pool (locked) */
@@ -346,22 +348,23 @@ static void link_parent_other(cp_thr *t, cp_pool *pp, const cp_handle_fields *pf
 }
 
 /* Give back a reference on a parent in another pool, with what the child
- * adds (see cp_pool_parent_done): held when this thread may, else posted. */
+ * adds (see cp_pool_parent_done): held when this thread may, else posted
+ * -- a KernelCh's (is_kc) into its parent's batch when one is open
+ * (kc_batch.h). */
 static void release_parent_other(cp_thr *t, cp_pool *pp, uint32_t pslot, uint32_t pgen, int took_ref,
-                                 uint64_t dur, int kch, int bad, uint64_t gs, uint64_t ge) {
+                                 uint64_t dur, int kch, int bad, uint64_t gs, uint64_t ge, int is_kc) {
   const uint32_t ls = cp_slot_local(pslot);
   const uintptr_t o = cp_pool_owner(pp);
   if (o == 0 || o == (uintptr_t)t) {
     const int own = cp_pool_enter(pp, t);
     cp_slot *ps = cp_pool_slot(pp, ls);
-    if (ps && ps->gen == pgen) cp_pool_parent_done(pp, ps, ls, took_ref, dur, kch, bad, gs, ge);
+    if (ps && ps->gen == pgen) cp_pool_parent_done(pp, ps, ls, took_ref != 0, dur, kch != 0, bad, gs, ge);
     cp_pool_leave(pp, own);
     return;
   }
-  const cp_post m = {.idx = ls, .gen = pgen, .op = CP_POST_UNREF,
-                     .flags = (uint8_t)((took_ref ? CP_POSTF_TOOK_REF : 0) | (kch ? CP_POSTF_KCH : 0) |
-                                        (bad ? CP_POSTF_BAD : 0)),
-                     .dur = dur, .gs = gs, .ge = ge};
+  if (is_kc && cp_kcb_take(t, pp, ls, pgen, took_ref, dur, kch, bad, gs, ge)) return;
+  const cp_post m = {.idx = ls, .gen = pgen, .op = CP_POST_UNREF, .flags = (uint8_t)(bad ? CP_POSTF_BAD : 0),
+                     .nkch = (uint16_t)(kch && !bad), .nref = took_ref != 0, .dur = dur, .gs = gs, .ge = ge};
   cp_pool_post(pp, &m);
 }
 
@@ -574,10 +577,11 @@ static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool
   }
 }
 
-/* No slot (pool released or out of memory): undo the parent link, unlock
+/* No slot (pool released or out of memory): undo the parent link (kc: a
+ * KernelCh, whose link may have joined a batch), unlock
  * the pool (held on entry), one bad call. */
 __attribute__((cold, noinline)) static void start_no_slot(cp_thr *t, cp_pool *pool, int own, cp_pool *ppool,
-                                                          const plink *pl) {
+                                                          const plink *pl, int kc) {
   const int released = pool->released;
   const uint32_t ls = cp_slot_local(pl->slot);
   if (pl->linked && ppool == pool) {
@@ -585,7 +589,7 @@ __attribute__((cold, noinline)) static void start_no_slot(cp_thr *t, cp_pool *po
     if (ps && ps->gen == pl->gen) cp_pool_unref(pool, ps, ls);
   }
   cp_pool_leave(pool, own);
-  if (pl->linked && ppool != pool) release_parent_other(t, ppool, pl->slot, pl->gen, 1, 0, 0, 0, 0, 0);
+  if (pl->linked && ppool != pool) release_parent_other(t, ppool, pl->slot, pl->gen, 1, 0, 0, 0, 0, 0, kc);
   if (released) bad(W_AFTER_FINI, "startEvent on a finalized communicator; ignored");
   else bad(W_POOL_FULL, "event pool exhausted (no memory); event not recorded");
 }
@@ -683,7 +687,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   if (pdec && ppool == pool) link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
   cp_slot *s = cp_pool_alloc(pool, &idx);
   if (UNLIKELY(!s)) {
-    start_no_slot(t, pool, own, ppool, &pl);   /* leaves the pool */
+    start_no_slot(t, pool, own, ppool, &pl, type == ncclProfileKernelCh);   /* leaves the pool */
     return NCCL_OK;
   }
   cp_slot_set_path(s, path);   /* atomic: read by cp_pool_peek_parent */
@@ -759,7 +763,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   cp_slot *s = cp_pool_alloc(pool, &idx);
   if (UNLIKELY(!s)) {
     *eHandle = NULL;
-    start_no_slot(t, pool, own, pool, &pl);   /* leaves the pool */
+    start_no_slot(t, pool, own, pool, &pl, 0);   /* leaves the pool */
     return 1;
   }
   cp_slot_set_path(s, path);   /* atomic: read by cp_pool_peek_parent */
@@ -819,13 +823,14 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
 static inline int kc_untrusted(const cp_pool *pp, uint64_t kc_seq) {
   return kc_seq && __atomic_load_n(&pp->kc_ops, __ATOMIC_RELAXED) - kc_seq >= CP_KC_SLOT_TRUST;
 }
-static inline int parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen, int took_ref, uint64_t dur,
-                                int kch, uint64_t gs, uint64_t ge) {
+static inline __attribute__((always_inline)) int parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen,
+                                                               int took_ref, uint64_t dur, int kch, uint64_t gs,
+                                                               uint64_t ge) {
   const uint32_t ls = cp_slot_local(pslot);
   cp_slot *ps = cp_pool_slot(pp, ls);
   if (!ps || ps->gen != pgen) return 1;
   const int bad = kch && kc_untrusted(pp, ps->kc_seq);
-  cp_pool_parent_done(pp, ps, ls, took_ref, dur, kch, bad, gs, ge);
+  cp_pool_parent_done(pp, ps, ls, took_ref != 0, dur, kch != 0, bad, gs, ge);
   return !bad;
 }
 
@@ -834,11 +839,11 @@ static inline int parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen, int 
  * posted (release_parent_other). */
 __attribute__((noinline)) static int parent_update_other(cp_thr *t, uint32_t pcomm, uint32_t pslot, uint32_t pgen,
                                                          int took_ref, uint64_t dur, int kch, uint64_t gs,
-                                                         uint64_t ge) {
+                                                         uint64_t ge, int is_kc) {
   cp_pool *pp = cp_core_pool_for(pcomm, cp_slot_lane(pslot));   /* not remembered: not this thread's */
   if (!pp) return 1;
   const int bad = kch && kc_untrusted(pp, cp_pool_peek_kc_seq(pp, cp_slot_local(pslot), pgen));
-  release_parent_other(t, pp, pslot, pgen, took_ref, dur, kch, bad, gs, ge);
+  release_parent_other(t, pp, pslot, pgen, took_ref, dur, kch, bad, gs, ge, is_kc);
   return !bad;
 }
 
@@ -969,7 +974,8 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   if (trace) stop_record(t, s, now);
   cp_pool_release(pool, s, ls);
   cp_pool_leave(pool, own);
-  if (UNLIKELY(plinked && !same)) kch_ok = parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge);
+  if (UNLIKELY(plinked && !same))
+    kch_ok = parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge, type == ncclProfileKernelCh);
   if (UNLIKELY(kc_epoch)) cp_mask_kc_done(kc_epoch);
   if (UNLIKELY(!kch_ok)) cp_affinity_gpu_lag();   /* outside the pool lock: may print */
   if (UNLIKELY(scratch)) {

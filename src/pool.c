@@ -355,6 +355,10 @@ void cp_pool_unref_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
   }
 }
 
+void cp_pool_unref_n(cp_pool *p, cp_slot *s, uint32_t idx, uint32_t n) {
+  for (; n; n--) cp_pool_unref(p, s, idx);
+}
+
 void cp_pool_release_slow(cp_pool *p, cp_slot *s, uint32_t idx) {
   cp_slot_set_live(s, 0);
   if (s->fallback) {

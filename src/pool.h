@@ -138,18 +138,32 @@ static inline void cp_slot_set_path(cp_slot *s, uint32_t path) {
   __atomic_store_n(&s->path, (uint16_t)path, __ATOMIC_RELAXED);
 }
 
+/* Lines by who writes them.  The owner writes line 0 twice per event
+ * (inside) and the line of `events` once; a proxy thread reads this pool
+ * at each KernelCh start and stop (owner, kc_ops, the inbox's indices).
+ * A read by another core takes a line out of the owner's cache in the
+ * modified state, and the owner's next store to it waits for the line
+ * back.  So what other threads read stays off the owner's hot lines: the
+ * owner word and the read-mostly fields from line 2 on, the inbox's
+ * indices together on line 1, kc_ops on a line of its own.  (On the
+ * 2-core development VM this layout measured the same as the old one,
+ * within its noise; it costs nothing, and a many-core host pays more per
+ * line taken away.) */
 typedef struct cp_pool {
-  /* line 0: how a thread holds the pool (pool_owner.h) */
+  /* line 0: how the owner holds the pool (pool_owner.h); other threads
+   * touch it only for exclusive access */
   atomic_uint lock;      /* 0 free, 1 held: cp_pool_lock (locked mode, exclusive access) */
   atomic_uint ctl;       /* CP_CTL_WANT | CP_CTL_SHARED (pool_owner.h) */
   atomic_uint inside;    /* the owner is inside a callback here */
-  uint32_t in_head;      /* inbox: next post to apply (written by the pool's holder) */
-  _Atomic uintptr_t owner;   /* the cp_thr recording here; 0: locked mode */
-  char pad0[40];
-  /* line 1: the inbox's producers (pool_owner.c) */
+  char pad0[52];
+  /* line 1: the inbox (pool_owner.c): written by posters (in_tail) and by
+   * the pool's holder when it drains (in_head) */
   atomic_uint in_lock;   /* producers among themselves */
   atomic_uint in_tail;   /* next free entry (release: the entry is written) */
-  char pad1[56];
+  uint32_t in_head;      /* next post to apply (written by the pool's holder) */
+  char pad1[52];
+  /* from here: read by other threads, written rarely */
+  _Atomic uintptr_t owner;   /* the cp_thr recording here; 0: locked mode */
   struct cp_post *inbox; /* CP_INBOX entries, made at the first post, freed at finalize */
   uint32_t comm_index;
   uint32_t lane;         /* which of the communicator's pools (registry.h) */
@@ -180,13 +194,15 @@ typedef struct cp_pool {
   /* per communicator: GPU %globaltimer minus host clock, min over KernelCh */
   int64_t gpu_off;
   int gpu_off_valid;
-  uint64_t kc_ops;       /* Coll/P2p of KernelCh-on calls started (slot-reuse check;
-                            relaxed atomic: KernelCh stops on other threads read it) */
   uint64_t events;
   uint64_t memory;
   /* events still live when the chunks were released: per path */
   struct cp_unterm { uint32_t path, n; } *unterm;
   uint32_t nunterm;
+  /* a line of its own: written at each KernelCh-on Coll/P2p start, read at
+   * every KernelCh stop on the proxy thread */
+  _Alignas(64) uint64_t kc_ops;   /* Coll/P2p of KernelCh-on calls started (slot-reuse check;
+                                     relaxed atomic: KernelCh stops on other threads read it) */
 } cp_pool;
 
 /* A pool with chunks of chunk_size slots (0 -> 1024) and a blacklist of
@@ -262,6 +278,8 @@ static inline void cp_pool_unref(cp_pool *p, cp_slot *s, uint32_t idx) {
   if (s->refcnt > 1 || (s->refcnt == 1 && s->live)) { s->refcnt--; return; }
   cp_pool_unref_slow(p, s, idx);
 }
+/* n > 1 references at once (a batch of KernelCh: kc_batch.h). */
+void cp_pool_unref_n(cp_pool *p, cp_slot *s, uint32_t idx, uint32_t n);
 /* Holds for late KernelCh children.  With the host far ahead of the GPU a
  * Coll/P2p's KernelCh children start (proxy thread) long after it stopped;
  * a parent kept only by live children would be recycled in between and its

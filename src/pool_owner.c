@@ -147,8 +147,7 @@ void cp_pool_apply(cp_pool *p, const cp_post *m) {
     cp_pool_ref(p, s, m->idx);
     return;
   }
-  cp_pool_parent_done(p, s, m->idx, m->flags & CP_POSTF_TOOK_REF, m->dur, m->flags & CP_POSTF_KCH,
-                      m->flags & CP_POSTF_BAD, m->gs, m->ge);
+  cp_pool_parent_done(p, s, m->idx, m->nref, m->dur, m->nkch, m->flags & CP_POSTF_BAD, m->gs, m->ge);
 }
 
 void cp_pool_drain(cp_pool *p) {

@@ -92,32 +92,38 @@ static inline void cp_pool_leave(cp_pool *p, int owned) {
   else cp_pool_excl_unlock(p);
 }
 
-/* A message for a parent's pool (cp_pool_post). */
+/* A message for a parent's pool (cp_pool_post).  An UNREF gives back
+ * what nref children (each holding a reference) or a child without one
+ * (nref 0) hand their parent at their stops: one child's, or a whole
+ * batch of KernelCh under one Coll/P2p gathered on the proxy thread
+ * (kc_batch.h). */
 enum { CP_POST_REF = 1, CP_POST_UNREF = 2 };
-#define CP_POSTF_TOOK_REF 1u   /* UNREF: the child holds a reference */
-#define CP_POSTF_KCH 2u        /* UNREF: a KernelCh with a GPU span gs..ge */
-#define CP_POSTF_BAD 4u        /* UNREF: that span failed the slot-reuse check */
+#define CP_POSTF_BAD 4u        /* UNREF: a span failed the slot-reuse check */
 typedef struct cp_post {
   uint32_t idx, gen;           /* the parent: local slot index, whole generation */
   uint8_t op, flags;
-  uint8_t pad[6];
-  uint64_t dur, gs, ge;        /* UNREF: the child's duration, GPU span */
+  uint16_t nkch;               /* UNREF: KernelCh spans merged into gs..ge */
+  uint32_t nref;               /* UNREF: references given back */
+  uint64_t dur, gs, ge;        /* UNREF: the children's summed duration, GPU span */
 } cp_post;
+_Static_assert(sizeof(cp_post) == 40, "a post stays 40 bytes");
 
-/* What a stopping child gives its parent's slot s (generation already
- * checked, pool held): its reference back, its time while the parent is
- * live, and a KernelCh's GPU span -- or, when the span failed the
- * slot-reuse check (bad), a dropped sample.  Same pool or posted. */
-static inline void cp_pool_parent_done(cp_pool *p, cp_slot *s, uint32_t idx, int took_ref, uint64_t dur,
-                                       int kch, int bad, uint64_t gs, uint64_t ge) {
-  if (took_ref) cp_pool_unref(p, s, idx);
+/* What stopping children give their parent's slot s (generation already
+ * checked, pool held): nref references back, their time while the parent
+ * is live, and nkch KernelCh GPU spans merged into gs..ge -- or, when a
+ * span failed the slot-reuse check (bad), a dropped sample.  Same pool or
+ * posted. */
+static inline void cp_pool_parent_done(cp_pool *p, cp_slot *s, uint32_t idx, uint32_t nref, uint64_t dur,
+                                       uint32_t nkch, int bad, uint64_t gs, uint64_t ge) {
+  if (nref == 1) cp_pool_unref(p, s, idx);
+  else if (nref) cp_pool_unref_n(p, s, idx, nref);
   if (s->live) s->child_ns += dur;
   if (bad) {
     s->span_bad = 1;
     if (s->span_n == 0) s->span_n = 1;   /* flushed as one dropped sample */
     return;
   }
-  if (kch && (s->type & (ncclProfileColl | ncclProfileP2p)) && !p->scratch) {
+  if (nkch && (s->type & (ncclProfileColl | ncclProfileP2p)) && !p->scratch) {
     if (s->span_n == 0) {
       s->span_min = gs;
       s->span_max = ge;
@@ -126,7 +132,7 @@ static inline void cp_pool_parent_done(cp_pool *p, cp_slot *s, uint32_t idx, int
       if (gs < s->span_min) s->span_min = gs;
       if (ge > s->span_max) s->span_max = ge;
     }
-    s->span_n++;
+    s->span_n += nkch;
   }
 }
 

@@ -56,6 +56,16 @@ typedef struct cp_thr {
   uint64_t api_calls, api_sampled;
   /* Coll/P2p GPU spans dropped by the slot-reuse check (plugin.c) */
   uint64_t gpu_dropped;
+  /* kc_batch.h: this thread's KernelCh under one parent in another
+   * thread's pool, their stops gathered into one post */
+  struct cp_kc_batch {
+    struct cp_pool *pool;       /* the parent's pool; NULL: no batch open */
+    uint32_t idx, gen;          /* the parent: local slot index, whole generation */
+    uint32_t live;              /* children started into the batch, not yet stopped */
+    uint32_t nref, nkch;        /* what the stopped ones gave: references, GPU spans */
+    uint32_t bad;               /* a span failed the slot-reuse check */
+    uint64_t dur, gs, ge;
+  } kcb;
   cp_prof_ent *prof[CP_PROF_NCHUNK];
   cp_pcache_ent pcache[CP_PCACHE];
   cp_scache_ent scache[CP_SCACHE];

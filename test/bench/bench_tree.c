@@ -7,7 +7,8 @@
  *   KernelLaunch start/stop, Group start, Coll start (parent CollApi),
  *   Coll stop, Group stop, GroupApi stop, then, as the proxy thread does
  *   after the Coll has stopped (most KernelCh/ProxyOp start after it, ABI
- *   doc): per channel KernelCh start (parent Coll), state 22, stop; ProxyOp
+ *   doc): every channel's KernelCh start (parent Coll); per channel its
+ *   state 22 and stop, ProxyOp
  *   start (parent Coll), state 19, per step ProxyStep start, states 8, 20, 9,
  *   stop; ProxyOp stop; and one ProxyCtrl start, state 14, stop.
  * Types are emitted as NCCL would under the mask read at the GroupApi start
@@ -18,8 +19,9 @@
  * communicator, as NCCL runs one: the application thread sends everything
  * up to the GroupApi stop and hands the Coll over (a queue); the proxy
  * thread sends, per call, what an NVLink all-reduce makes it send (the
- * ar_nvlink capture): per channel KernelCh start (parent the Coll), state
- * 22, stop, and one ProxyCtrl start, state 14, stop.  Only the
+ * ar_nvlink capture): every channel's KernelCh start (parent the Coll),
+ * then per channel state 22 and stop, and one ProxyCtrl start, state 14,
+ * stop.  Only the
  * application thread is timed: what the profiler's work on two threads of
  * one communicator costs the application.
  */
@@ -181,16 +183,22 @@ static void *app_part(thr *t, uint64_t seq, char *buf, int *mp) {
  * NVLink (KernelCh and ProxyCtrl only). */
 static void proxy_part(thr *t, void *co, int m, uint64_t seq, int net) {
   ncclProfilerEventDescr_v5_t d;
+  void *kc[CHANNELS] = {NULL};
+  /* every channel's KernelCh starts before the first stops (as in every
+   * capture: NCCL starts them when it sees the kernel launched, stops each
+   * when its channel's stop time arrives) */
+  for (int c = 0; c < CHANNELS && (m & KC); c++) {
+    memset(&d, 0, sizeof d);
+    d.type = KC;
+    d.parentObj = co;
+    d.kernelCh.channelId = (uint8_t)c;
+    d.kernelCh.pTimer = 1800000000000000000ull + seq * 10000;
+    kc[c] = start(t, &d);
+  }
   for (int c = 0; c < CHANNELS; c++) {
     if (m & KC) {
-      memset(&d, 0, sizeof d);
-      d.type = KC;
-      d.parentObj = co;
-      d.kernelCh.channelId = (uint8_t)c;
-      d.kernelCh.pTimer = 1800000000000000000ull + seq * 10000;
-      void *kc = start(t, &d);
-      state(t, kc, ncclProfilerKernelChStop, 1800000000000000000ull + seq * 10000 + 5000);
-      stop(kc);
+      state(t, kc[c], ncclProfilerKernelChStop, 1800000000000000000ull + seq * 10000 + 5000);
+      stop(kc[c]);
     }
     if (net && (m & (PO | PS | NP))) {
       void *po = NULL;

@@ -153,9 +153,9 @@ static void test_posts(const char *mode) {
   const cp_post stale = {.idx = idx, .gen = gen + 1, .op = CP_POST_REF};
   post_from_thread(p, &stale, 1);
   const cp_post done = {.idx = idx, .gen = gen, .op = CP_POST_UNREF,
-                        .flags = CP_POSTF_TOOK_REF | CP_POSTF_KCH, .dur = 7, .gs = 100, .ge = 250};
+                        .nkch = 1, .nref = 1, .dur = 7, .gs = 100, .ge = 250};
   const cp_post done2 = {.idx = idx, .gen = gen, .op = CP_POST_UNREF,
-                         .flags = CP_POSTF_TOOK_REF | CP_POSTF_KCH, .dur = 5, .gs = 90, .ge = 200};
+                         .nkch = 1, .nref = 1, .dur = 5, .gs = 90, .ge = 200};
   post_from_thread(p, &done, 1);
   post_from_thread(p, &done2, 1);
   own = cp_pool_enter(p, &me_tag);

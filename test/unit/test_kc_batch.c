@@ -1,0 +1,149 @@
+/*
+ * test_kc_batch.c — KernelCh recorded on a proxy thread under the
+ * application thread's Coll (src/kc_batch.h): their stops reach the Coll's
+ * pool as one post per Coll when they come as NCCL sends them (every
+ * channel's start, then every stop), one post per stop when they do not;
+ * either way the Coll ends with every reference back and exactly one GPU
+ * span of latest stop - earliest start, and each KernelCh with its own.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include "tap.h"
+#include "h1_util.h"
+#include "pool.h"
+#include "registry.h"
+
+static cp_pool *app_pool(void *ctx) {
+  cp_comm *c = cp_registry_from_ctx((uint64_t)(uintptr_t)ctx);
+  return c ? c->lanes[0] : NULL;
+}
+
+/* A whole API call on this (the application) thread: GroupApi, CollApi,
+ * one Coll of nch channels, all stopped; returns the Coll's handle. */
+static void *api_call(void *ctx, const char *func, int nch) {
+  void *g = h1_start(ctx, ncclProfileGroupApi, NULL, NULL);
+  void *a = h1_start(ctx, ncclProfileCollApi, g, func);
+  void *coll = h1_start_coll(ctx, a, func, nch);
+  ncclProfiler_v5.stopEvent(coll);
+  ncclProfiler_v5.stopEvent(a);
+  ncclProfiler_v5.stopEvent(g);
+  return coll;
+}
+
+/* What the proxy thread does: a script of KernelCh starts and stops.
+ * op[i] > 0: start KernelCh number op[i]-1 under parent[op[i]-1] at s[..];
+ * op[i] < 0: its GPU stop (e[..]) and stop. */
+typedef struct script {
+  void *ctx;
+  void *parent[8];
+  uint64_t s[8], e[8];
+  int op[16], nop;
+} script;
+
+static void *proxy_thread(void *arg) {
+  script *sc = arg;
+  void *h[8] = {NULL};
+  for (int i = 0; i < sc->nop; i++) {
+    const int k = (sc->op[i] > 0 ? sc->op[i] : -sc->op[i]) - 1;
+    if (sc->op[i] > 0) h[k] = h1_start_kch(sc->ctx, sc->parent[k], sc->s[k]);
+    else h1_kch_stop(h[k], sc->e[k]);
+  }
+  return NULL;
+}
+
+/* Runs the script on a thread of its own; returns the posts the
+ * application thread's pool received meanwhile. */
+static uint32_t run_proxy(script *sc, cp_pool *p) {
+  const uint32_t t0 = atomic_load(&p->in_tail);
+  pthread_t th;
+  pthread_create(&th, NULL, proxy_thread, sc);
+  pthread_join(th, NULL);
+  return atomic_load(&p->in_tail) - t0;
+}
+
+/* One application-thread event: its pool's holder applies the posts. */
+static void app_event(void *ctx) { ncclProfiler_v5.stopEvent(h1_start(ctx, ncclProfileGroup, NULL, NULL)); }
+
+static uint64_t span_of(const script *sc, int from, int n) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int k = from; k < from + n; k++) {
+    if (sc->s[k] < lo) lo = sc->s[k];
+    if (sc->e[k] > hi) hi = sc->e[k];
+  }
+  return hi - lo;
+}
+
+static const collprof_path_stat *path(collprof_snapshot *snap, const char *p) {
+  collprof_snapshot_free(snap);
+  collprof_snapshot_take(snap);
+  return h1_find(snap, p);
+}
+
+#define COLL(f) "GroupApi/CollApi:" f "/Coll:" f
+int main(void) {
+  h1_env(NULL);
+  setenv("COLLPROF_GPU_SAMPLE", "1", 1);
+  void *ctx = h1_init(7101, 0);
+  cp_pool *p = app_pool(ctx);
+  ok(p != NULL && (h1_mask & ncclProfileKernelCh), "a communicator with KernelCh on every call");
+  collprof_snapshot snap;
+  memset(&snap, 0, sizeof snap);
+
+  /* 1. NCCL's order: 4 channels start, then stop one by one */
+  script a = {.ctx = ctx, .s = {1000, 1010, 1005, 1020}, .e = {1500, 1700, 1600, 1550},
+              .op = {1, 2, 3, 4, -1, -2, -3, -4}, .nop = 8};
+  void *c1 = api_call(ctx, "AllReduce", 4);
+  for (int k = 0; k < 4; k++) a.parent[k] = c1;
+  is_u(p->bl_size, 1, "the sampled Coll is held for its channels");
+  is_u(run_proxy(&a, p), 1, "4 KernelCh, all started before the first stopped: one post");
+  app_event(ctx);
+  is_u(p->bl_size, 0, "applied: every reference back, the Coll's slot is free");
+  const collprof_path_stat *pc = path(&snap, COLL("AllReduce"));
+  is_u(pc ? pc->gpu_samples : 0, 1, "the Coll has one GPU sample");
+  is_u(pc ? pc->gpu_ns : 0, span_of(&a, 0, 4), "of latest channel stop - earliest start");
+  const collprof_path_stat *pk = path(&snap, COLL("AllReduce") "/KernelCh");
+  is_u(pk ? pk->gpu_samples : 0, 4, "each KernelCh has its own sample");
+  is_u(pk ? pk->calls : 0, 4, "... and its call");
+
+  /* 2. two Colls' channels interleaved: A1 A2 B1 B2 start, then all stop */
+  script b = {.ctx = ctx, .s = {2000, 2100, 3000, 3050}, .e = {2900, 2500, 3400, 3900},
+              .op = {1, 2, 3, 4, -1, -2, -3, -4}, .nop = 8};
+  void *ca = api_call(ctx, "Broadcast", 2), *cb = api_call(ctx, "Reduce", 2);
+  b.parent[0] = b.parent[1] = ca;
+  b.parent[2] = b.parent[3] = cb;
+  is_u(run_proxy(&b, p), 3, "interleaved: A's two stops post alone, B's two as one");
+  app_event(ctx);
+  is_u(p->bl_size, 0, "both Colls released");
+  pc = path(&snap, COLL("Broadcast"));
+  ok(pc && pc->gpu_samples == 1 && pc->gpu_ns == span_of(&b, 0, 2), "Coll A: one span over its 2 channels");
+  pc = path(&snap, COLL("Reduce"));
+  ok(pc && pc->gpu_samples == 1 && pc->gpu_ns == span_of(&b, 2, 2), "Coll B: one span over its 2 channels");
+
+  /* 3. each channel started and stopped before the next starts */
+  script c = {.ctx = ctx, .s = {4000, 4200, 4100}, .e = {4300, 4800, 4400}, .op = {1, -1, 2, -2, 3, -3}, .nop = 6};
+  void *cc = api_call(ctx, "AllGather", 3);
+  for (int k = 0; k < 3; k++) c.parent[k] = cc;
+  is_u(run_proxy(&c, p), 3, "start, stop, start, stop...: one post per stop");
+  app_event(ctx);
+  pc = path(&snap, COLL("AllGather"));
+  ok(pc && pc->gpu_samples == 1 && pc->gpu_ns == span_of(&c, 0, 3), "still one span over the 3 channels");
+  is_u(p->bl_size, 0, "and released");
+
+  /* 4. a KernelCh that never stops: the next Coll's first KernelCh posts
+   * what its siblings gave */
+  script d = {.ctx = ctx, .s = {5000, 5100, 6000}, .e = {5400, 0, 6300}, .op = {1, 2, -1, 3, -3}, .nop = 5};
+  void *cd = api_call(ctx, "ReduceScatter", 2), *ce = api_call(ctx, "AllToAll", 1);
+  d.parent[0] = d.parent[1] = cd;
+  d.parent[2] = ce;
+  is_u(run_proxy(&d, p), 2, "the open batch is posted when another Coll's KernelCh starts");
+  app_event(ctx);
+  is_u(p->bl_size, 1, "the Coll whose channel never stopped stays held");
+  pc = path(&snap, COLL("ReduceScatter"));
+  ok(pc && pc->gpu_samples == 1 && pc->gpu_ns == 400, "it has the span of the channel that stopped");
+  pc = path(&snap, COLL("AllToAll"));
+  ok(pc && pc->gpu_samples == 1 && pc->gpu_ns == 300, "the next Coll its own");
+  is_u(h1_bad_calls(), 0, "no bad calls");
+  collprof_snapshot_free(&snap);
+  return done_testing();
+}
