@@ -13,7 +13,8 @@
  * are inlined); one clock read at start and one at stop, none for a state
  * when the trace is off; the pool held once per start and stop, by its
  * owner without a lock (pool_owner.h; a parent in another thread's pool is
- * read without it and its update posted), nothing for a state (one
+ * read without it and its update posted, a Coll's KernelCh as one post:
+ * kc_batch.h), nothing for a state (one
  * lock-free read of the slot; KernelCh's GPU stop also writes two fields
  * of its own slot);
  * with the trace on, the event record is
@@ -578,8 +579,8 @@ static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool
 }
 
 /* No slot (pool released or out of memory): undo the parent link (kc: a
- * KernelCh, whose link may have joined a batch), unlock
- * the pool (held on entry), one bad call. */
+ * KernelCh, whose link may have joined a batch: kc_batch.h), unlock the
+ * pool (held on entry), one bad call. */
 __attribute__((cold, noinline)) static void start_no_slot(cp_thr *t, cp_pool *pool, int own, cp_pool *ppool,
                                                           const plink *pl, int kc) {
   const int released = pool->released;
