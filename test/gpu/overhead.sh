@@ -4,7 +4,12 @@
 #
 #   test/gpu/overhead.sh [NP [REPS]]        default: 2 ranks, 3 repetitions
 #
-# Four configurations, alternated REPS times (so drift hits each alike):
+# Four configurations, alternated REPS times (so drift hits each alike),
+# in reverse order on every second repetition: in a fixed order each
+# configuration always follows the same one, so whatever the previous run
+# leaves behind (GPU clocks, a host still settling) lands on one of them
+# only, and the fixed order made the defaults' excess over none swing by
+# more than the effect measured:
 #   none          NCCL_PROFILER_PLUGIN=none
 #   collprof      collprof defaults (MPI library preloaded)
 #   collprof-all  collprof, NCCL_PROFILE_EVENT_MASK=4095 COLLPROF_GPU_SAMPLE=1
@@ -84,7 +89,12 @@ for c in ${EXTRA:-}; do
   configs+=("$c")
 done
 for rep in $(seq 1 "$REPS"); do
-  for c in "${configs[@]}"; do
+  order=("${configs[@]}")
+  if [ $((rep % 2)) = 0 ]; then
+    order=()
+    for ((k = ${#configs[@]} - 1; k >= 0; k--)); do order+=("${configs[$k]}"); done
+  fi
+  for c in "${order[@]}"; do
     d=$RUN_OUT/$c.$rep
     mkdir -p "$d/app"
     # shellcheck disable=SC2046
