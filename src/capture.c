@@ -32,7 +32,6 @@
 
 #pragma GCC visibility push(hidden)
 
-int cp_capture_on;
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -62,7 +61,7 @@ static void flush_locked(void) {
 }
 
 static void after_fork_child(void) {
-  __atomic_store_n(&cp_capture_on, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&cp_hot.capture_on, 0, __ATOMIC_RELAXED);
   g_len = 0;
   if (g_fd >= 0) close(g_fd);
   g_fd = -1;
@@ -83,7 +82,7 @@ static void open_capture(void) {
     return;
   }
   pthread_atfork(NULL, NULL, after_fork_child);
-  __atomic_store_n(&cp_capture_on, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&cp_hot.capture_on, 1, __ATOMIC_RELEASE);
 }
 
 void cp_capture_init(void) { pthread_once(&g_once, open_capture); }
@@ -138,7 +137,7 @@ static void commit(line *l, int flush) {
 
 void cp_capture_comm_init(uint64_t ctx, uint64_t comm_id, const char *comm_name, int nnodes,
                           int nranks, int rank, int mask_in, int mask) {
-  if (!cp_capture_on) return;
+  if (!cp_hot.capture_on) return;
   line l;
   head(&l, "init");
   add(&l, ",\"pid\":%d,\"tid\":%d", (int)getpid(), tid());
@@ -151,7 +150,7 @@ void cp_capture_comm_init(uint64_t ctx, uint64_t comm_id, const char *comm_name,
 }
 
 void cp_capture_start(uint64_t ctx, uint64_t handle, const ncclProfilerEventDescr_v5_t *d) {
-  if (!cp_capture_on) return;
+  if (!cp_hot.capture_on) return;
   line l;
   head(&l, "start");
   add(&l, ",\"tid\":%d", tid());
@@ -231,7 +230,7 @@ void cp_capture_start(uint64_t ctx, uint64_t handle, const ncclProfilerEventDesc
 }
 
 void cp_capture_state(uint64_t handle, int state, int arg_kind, uint64_t arg) {
-  if (!cp_capture_on) return;
+  if (!cp_hot.capture_on) return;
   line l;
   head(&l, "state");
   add(&l, ",\"tid\":%d", tid());
@@ -248,7 +247,7 @@ void cp_capture_state(uint64_t handle, int state, int arg_kind, uint64_t arg) {
 }
 
 void cp_capture_stop(uint64_t handle) {
-  if (!cp_capture_on) return;
+  if (!cp_hot.capture_on) return;
   line l;
   head(&l, "stop");
   add(&l, ",\"tid\":%d", tid());
@@ -257,7 +256,7 @@ void cp_capture_stop(uint64_t handle) {
 }
 
 void cp_capture_fini(uint64_t ctx) {
-  if (!cp_capture_on) return;
+  if (!cp_hot.capture_on) return;
   line l;
   head(&l, "fini");
   add(&l, ",\"tid\":%d", tid());
@@ -272,7 +271,7 @@ void cp_capture_close(void) {
     close(g_fd);
     g_fd = -1;
   }
-  /* cp_capture_on stays set: callbacks still running read it without a
+  /* cp_hot.capture_on stays set: callbacks still running read it without a
    * lock; their lines are dropped because the file is closed. */
   pthread_mutex_unlock(&g_mu);
 }

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include "nccl_profiler_abi.h"
 
-extern int cp_capture_on;   /* read on the hot path; set by cp_capture_init */
+#include "hot.h"   /* cp_hot.capture_on: read on the hot path; set by cp_capture_init */
 
 void cp_capture_init(void);
 void cp_capture_comm_init(uint64_t ctx, uint64_t comm_id, const char *comm_name,

@@ -31,8 +31,7 @@ typedef struct path_ent {
 } path_ent;
 
 static path_ent *_Atomic path_chunks[PNCHUNK];
-_Atomic uint32_t cp_path_count_v;
-#define path_count cp_path_count_v
+#define path_count cp_hot.path_count
 static pthread_mutex_t path_mu = PTHREAD_MUTEX_INITIALIZER;
 typedef struct { uint64_t key1; uint32_t id; } hslot;
 static hslot *path_hash;

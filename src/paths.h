@@ -60,9 +60,9 @@ static inline uint32_t cp_path_child_t(struct cp_thr *t, uint32_t parent, uint32
   return cp_path_child(parent, type, func);
 }
 
-extern _Atomic uint32_t cp_path_count_v;   /* paths.c: ids in use */
+#include "hot.h"   /* cp_hot.path_count: paths.c's ids in use */
 static inline int cp_path_valid_i(uint32_t id) {
-  return id < atomic_load_explicit(&cp_path_count_v, memory_order_acquire);
+  return id < atomic_load_explicit(&cp_hot.path_count, memory_order_acquire);
 }
 
 uint32_t cp_path_count(void);

@@ -83,10 +83,7 @@
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* ---- process state (written once at first init, then read-only) ---- */
-static struct {
-  _Atomic int pid;
-  _Atomic int stopped;
-  _Atomic int trace_on;
+static struct {   /* pid, stopped, trace_on: in cp_hot (hot.h) */
   cp_pool *_Atomic detach;
   cp_pool *_Atomic scratch;
   _Atomic uint64_t scratch_ctx;
@@ -142,7 +139,7 @@ static const char kc_restop_what[] =
 uint64_t cp_core_bad_calls(void) { return atomic_load_explicit(&g.bad_calls, memory_order_relaxed); }
 int cp_core_nccl_version(void) { return atomic_load_explicit(&g.nccl_version, memory_order_relaxed); }
 double cp_core_event_cost(void) { return g.event_cost; }
-void cp_plugin_stop(void) { atomic_store(&g.stopped, 1); }
+void cp_plugin_stop(void) { atomic_store(&cp_hot.stopped, 1); }
 
 cp_pool *cp_core_pool_for(uint32_t idx, uint32_t lane) {
   if (idx == 0) return lane ? NULL : atomic_load_explicit(&g.detach, memory_order_acquire);
@@ -239,7 +236,7 @@ static void pin_library(void) {
 }
 
 static void after_fork_child(void) {
-  atomic_store(&g.pid, (int)getpid());
+  atomic_store(&cp_hot.pid, (int)getpid());
   cp_pool_owner_after_fork();
   cp_thr_after_fork();
   cp_registry_after_fork();
@@ -249,7 +246,7 @@ static void first_init(void) {
   cp_clock_init();
   cp_pool_owner_init();   /* before any pool has an owner */
   pin_library();
-  atomic_store(&g.pid, (int)getpid());
+  atomic_store(&cp_hot.pid, (int)getpid());
   pthread_atfork(NULL, NULL, after_fork_child);
   const cp_config *cfg = cp_config_get();
   g.id_send = cp_str_intern("Send");
@@ -265,20 +262,20 @@ static void first_init(void) {
   cp_capture_init();
   cp_affinity_probe();
   if (cfg->trace_on) cp_trace_start();
-  atomic_store(&g.trace_on, cfg->trace_on ? 1 : 0);
+  atomic_store(&cp_hot.trace_on, cfg->trace_on ? 1 : 0);
 }
 
 /* ---- helpers ---- */
 static inline int valid_type(uint64_t t) { return t && !(t & (t - 1)) && t <= ncclProfileKernelLaunch; }
 
 static void lifecycle(const cp_comm *c, uint64_t ctx, uint32_t mask, int fini) {
-  if (!atomic_load_explicit(&g.trace_on, memory_order_relaxed)) return;
+  if (!atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed)) return;
   cp_rec r;
   memset(&r, 0, sizeof r);
   r.kind = CP_REC_LIFECYCLE;
   r.rank = c->nccl_rank;
   r.comm = c->index;
-  r.pid = atomic_load_explicit(&g.pid, memory_order_relaxed);
+  r.pid = atomic_load_explicit(&cp_hot.pid, memory_order_relaxed);
   r.start_tid = r.stop_tid = cp_gettid();
   r.func = fini ? g.id_fini : g.id_init;
   r.start_ns = r.stop_ns = cp_clock_now();
@@ -532,7 +529,7 @@ static inline uint32_t kc_hold(const ncclProfilerEventDescr_v5_t *d, uint32_t ty
 static inline __attribute__((always_inline)) void start_hooks(cp_thr *t, const ncclProfilerEventDescr_v5_t *d,
                                                               uint32_t type, uint32_t path, uint64_t handle,
                                                               uint64_t ctxv) {
-  if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_start(ctxv, handle, d);
+  if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) cp_capture_start(ctxv, handle, d);
   if (type == ncclProfileGroupApi) {
     /* 2: a first-call sample (mask_control.h), counted once in the estimate */
     t->sampled = cp_mask_kernelch_on() ? 1 + cp_mask_sample_first() : 0;
@@ -601,7 +598,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   if (UNLIKELY(!eHandle)) { bad(W_NULL_EHANDLE, "startEvent with a NULL eHandle pointer"); return NCCL_OK; }
   *eHandle = NULL;
   if (UNLIKELY(!d)) { bad(W_NULL_DESCR, "startEvent with a NULL descriptor"); return NCCL_OK; }
-  if (UNLIKELY(atomic_load_explicit(&g.stopped, memory_order_relaxed))) {
+  if (UNLIKELY(atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed))) {
     bad(W_SHUTDOWN, "NCCL callback after collprof_shutdown(); ignored");
     return NCCL_OK;
   }
@@ -610,7 +607,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   cp_thr *t = cp_thr_get();
   const uint64_t ctxv = (uint64_t)(uintptr_t)context;
   const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
-  const int mypid = atomic_load_explicit(&g.pid, memory_order_relaxed);
+  const int mypid = atomic_load_explicit(&cp_hot.pid, memory_order_relaxed);
   cp_comm *comm = ctx_lookup(t, ctxv);
   cp_pool *pool;
   int pxn = 0, scratch = 0;
@@ -681,7 +678,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
       hold = kc_hold(d, type);
     }
   }
-  const int trace = !scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+  const int trace = !scratch && atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = cp_clock_now();
   uint32_t idx;
   const int own = cp_pool_enter(pool, t);
@@ -734,11 +731,13 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   cp_pool *pool = t->last_lpool;
   const uint64_t type64 = d->type;
   const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
-  if (UNLIKELY((!valid_type(type64)) | __atomic_load_n(&comm->finalized, __ATOMIC_RELAXED) |
-               atomic_load_explicit(&g.stopped, memory_order_relaxed)))
+  /* the lane's finalized flag, set with the communicator's (fini_common),
+   * on the pool line read anyway: the communicator's line stays cold */
+  if (UNLIKELY((!valid_type(type64)) | __atomic_load_n(&pool->finalized, __ATOMIC_RELAXED) |
+               atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)))
     return 0;
   const uint32_t type = (uint32_t)type64;
-  const int mypid = atomic_load_explicit(&g.pid, memory_order_relaxed);
+  const int mypid = atomic_load_explicit(&cp_hot.pid, memory_order_relaxed);
   if (UNLIKELY(type == ncclProfileProxyOp) && d->proxyOp.pid != mypid) return 0;
   uint32_t parent_path = CP_PATH_NONE;
   if (pobj) {
@@ -751,7 +750,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   descr_func(t, d, type, &func, &dt, &bytes);
   const uint32_t hold = (type & (ncclProfileColl | ncclProfileP2p)) && t->sampled ? kc_hold(d, type) : 0;
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
-  const int trace = atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+  const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = cp_clock_now();
   plink pl = {0, 0, 0, 0, 0};
   uint32_t idx;
@@ -889,7 +888,7 @@ static cp_pool *handle_pool_checked(uint64_t h, cp_handle_fields *f, cp_thr **tp
     bad_handle(W_FOREIGN_HANDLE, cb, "with a handle collprof did not create");
     return NULL;
   }
-  if (UNLIKELY(atomic_load_explicit(&g.stopped, memory_order_relaxed))) {
+  if (UNLIKELY(atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed))) {
     bad(W_SHUTDOWN, "NCCL callback after collprof_shutdown(); ignored");
     return NULL;
   }
@@ -907,7 +906,7 @@ static inline cp_pool *fast_pool(const cp_thr *t, uint64_t h) {
   if (LIKELY(t && handle_in_last_pool(t, h))) {
     cp_pool *pool = t->last_pool;
     if (LIKELY(!(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED) |
-                 atomic_load_explicit(&g.stopped, memory_order_relaxed))))
+                 atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed))))
       return pool;
   }
   return NULL;
@@ -933,7 +932,7 @@ __attribute__((noinline)) static ncclResult_t stop_general(void *eHandle) {
 static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, cp_pool *pool, const cp_handle_fields *pf,
                                                                    uint64_t h, int scratch) {
   const cp_handle_fields f = *pf;
-  const int trace = !scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+  const int trace = !scratch && atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = cp_clock_now();
   const uint32_t ls = cp_slot_local(f.slot);
   const int own = cp_pool_enter(pool, t);
@@ -990,7 +989,7 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
     cp_profile_stop_t(t, path, dur, self, bytes);
     if (UNLIKELY(kch) && kch_ok) cp_profile_gpu_t(t, path, ge - gs, 0);
   }
-  if (UNLIKELY(__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
+  if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
   if (type == ncclProfileGroupApi) cp_mask_on_group_stop();   /* may switch KernelCh */
   return NCCL_OK;
 }
@@ -1020,7 +1019,7 @@ static inline int state_arg_kind(int st) {
 /* The trace record and the capture line of a state (trace or capture on). */
 __attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, uint32_t fcomm, int eState,
                                                    const ncclProfilerEventStateArgs_v5_t *a, int pxn) {
-  const int capture = __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED);
+  const int capture = __atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED);
   int kind = a ? state_arg_kind(eState) : 0;
   uint64_t arg = 0;
   if (a) {
@@ -1029,7 +1028,7 @@ __attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, uint32
     else if (kind == 3) arg = a->pTimer;
     else arg = (uint64_t)(uintptr_t)a->data;
   }
-  if (atomic_load_explicit(&g.trace_on, memory_order_relaxed)) {
+  if (atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed)) {
     const uint64_t now = cp_clock_now();   /* only the trace needs the time */
     if (LIKELY(eState >= 0 && eState < 256)) {
       const cp_srec r = {CP_REC_STATE_C, (uint8_t)((kind == 4 ? 0 : kind) | (pxn ? 8 : 0)), 0,
@@ -1045,7 +1044,7 @@ __attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, uint32
       const cp_comm *c = pxn ? NULL : cp_registry_get(fcomm);
       r.rank = c ? c->nccl_rank : -1;
       r.comm = c ? c->index : 0;
-      r.pid = atomic_load_explicit(&g.pid, memory_order_relaxed);
+      r.pid = atomic_load_explicit(&cp_hot.pid, memory_order_relaxed);
       r.start_tid = r.stop_tid = t->tid;
       r.start_ns = r.stop_ns = now;
       r.event_addr = h;
@@ -1099,8 +1098,8 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
   if (LIKELY(f.path != CP_PATH_NONE)) cp_profile_state_t(t, f.path);
   /* With the trace and the capture off a state is only counted: the rest
    * stays out of line. */
-  if (UNLIKELY(atomic_load_explicit(&g.trace_on, memory_order_relaxed) |
-               __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED)))
+  if (UNLIKELY(atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed) |
+               __atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED)))
     state_record(t, h, f.comm, eState, a, pxn);
   return NCCL_OK;
 }
@@ -1146,8 +1145,8 @@ __attribute__((noinline)) static ncclResult_t state_kc_stop(cp_thr *t, cp_pool *
   __atomic_store_n(&s->gpu_stop, a->pTimer, __ATOMIC_RELAXED);
   __atomic_store_n(&s->has_gpu_stop, 1, __ATOMIC_RELAXED);
   cp_profile_state_t(t, f.path);
-  const int trace = atomic_load_explicit(&g.trace_on, memory_order_relaxed);
-  const int capture = __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED);
+  const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
+  const int capture = __atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED);
   if (LIKELY(trace && !capture)) state_put_fast(t, h, ncclProfilerKernelChStop, a, f.comm == 0);
   else if (UNLIKELY(trace | capture)) state_record(t, h, f.comm, ncclProfilerKernelChStop, a, f.comm == 0);
   return NCCL_OK;
@@ -1165,8 +1164,8 @@ __attribute__((noinline)) static ncclResult_t state_more(cp_thr *t, cp_pool *poo
   if (UNLIKELY(!pool)) return state_general((void *)(uintptr_t)h, eState, a);
   const cp_handle_fields f = cp_handle_fields_of(h);
   if (UNLIKELY(!counted)) return state_body(t, pool, &f, h, eState, a, 0);
-  const int trace = atomic_load_explicit(&g.trace_on, memory_order_relaxed);
-  const int capture = __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED);
+  const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
+  const int capture = __atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED);
   if (LIKELY(trace && !capture && (unsigned)eState < 32)) state_put_fast(t, h, eState, a, f.comm == 0);
   else if (UNLIKELY(trace | capture)) state_record(t, h, f.comm, eState, a, f.comm == 0);
   return NCCL_OK;
@@ -1203,8 +1202,8 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
   cp_prof_ent *c = LIKELY(path < CP_PROF_CHUNK * CP_PROF_NCHUNK) ? t->prof[path / CP_PROF_CHUNK] : NULL;
   if (UNLIKELY(c == NULL)) return state_more(t, pool, h, eState, a, 0);
   cp_inc(&c[path % CP_PROF_CHUNK].states, 1);
-  const int trace = atomic_load_explicit(&g.trace_on, memory_order_relaxed);
-  const int capture = __atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED);
+  const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
+  const int capture = __atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED);
   if (LIKELY(!(trace | capture))) return NCCL_OK;
   if (LIKELY(trace && !capture && (unsigned)eState < 32)) return state_trace(t, h, eState, a);
   return state_more(t, pool, h, eState, a, 1);
@@ -1216,7 +1215,7 @@ static ncclResult_t init_common(void **context, uint64_t comm_id, int *mask, con
   if (!context) { bad(W_INIT_ARG, "init with a NULL context pointer"); return NCCL_INVALID_ARGUMENT; }
   *context = NULL;
   pthread_once(&first_once, first_init);
-  if (atomic_load_explicit(&g.stopped, memory_order_relaxed)) {
+  if (atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)) {
     bad(W_SHUTDOWN, "NCCL callback after collprof_shutdown(); ignored");
     return NCCL_OK;
   }
@@ -1232,7 +1231,7 @@ static ncclResult_t init_common(void **context, uint64_t comm_id, int *mask, con
   atomic_fetch_add(&g.active_comms, 1);
   *context = (void *)(uintptr_t)c->ctx_value;
   lifecycle(c, c->ctx_value, m, 0);
-  if (__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED))
+  if (__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))
     cp_capture_comm_init(c->ctx_value, comm_id, c->comm_name, nnodes, nranks, rank, mask_in, (int)m);
   if (logfn)
     logfn(NCCL_LOG_INFO, NCCL_PROFILE_SUBSYS, __FILE__, __LINE__,
@@ -1267,7 +1266,7 @@ static ncclResult_t fini_common(void *context) {
   }
   cp_spin_unlock(&c->lanes_lock);
   lifecycle(c, ctxv, 0, 1);
-  if (__atomic_load_n(&cp_capture_on, __ATOMIC_RELAXED)) cp_capture_fini(ctxv);
+  if (__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED)) cp_capture_fini(ctxv);
   if (atomic_fetch_sub(&g.active_comms, 1) == 1 && cp_output_on_last_finalize)
     cp_output_on_last_finalize();
   return NCCL_OK;

@@ -79,7 +79,9 @@ typedef struct cp_slot {
   uint8_t parent_linked; /* parent_* name a slot (generation checked) */
   uint8_t took_ref;      /* holds one reference on that parent */
   uint8_t is_pxn;
-  uint32_t type;         /* NCCL type bit */
+  uint16_t type;         /* NCCL type bit (all fit 16 bits) */
+  uint16_t span_n;       /* Coll/P2p: KernelCh in the span not yet accounted
+                            (saturates); on this line: the allocator tests it */
   uint32_t refcnt;       /* live children naming this slot (blacklist) */
   uint32_t parent_comm, parent_slot, parent_gen;
   int32_t start_tid;
@@ -90,7 +92,6 @@ typedef struct cp_slot {
   /* second line: parents (blacklist, GPU span), KernelCh, PXN */
   uint32_t lru_prev, lru_next;
   int32_t origin_pid;    /* PXN: the issuing process */
-  uint32_t span_n;       /* children in the span not yet accounted */
   uint64_t gpu_start, gpu_stop;   /* KernelCh: pTimer at start / state 22 */
   uint64_t span_min, span_max;    /* Coll/P2p: GPU span of KernelCh children */
   uint64_t kc_seq;       /* Coll/P2p of a KernelCh-on call: p->kc_ops after its start */
@@ -138,54 +139,59 @@ static inline void cp_slot_set_path(cp_slot *s, uint32_t path) {
   __atomic_store_n(&s->path, (uint16_t)path, __ATOMIC_RELAXED);
 }
 
-/* Lines by who writes them.  The owner writes line 0 twice per event
- * (inside) and the line of `events` once; a proxy thread reads this pool
- * at each KernelCh start and stop (owner, kc_ops, the inbox's indices).
- * A read by another core takes a line out of the owner's cache in the
- * modified state, and the owner's next store to it waits for the line
- * back.  So what other threads read stays off the owner's hot lines: the
- * owner word and the read-mostly fields from line 2 on, the inbox's
- * indices together on line 1, kc_ops on a line of its own.  (On the
- * 2-core development VM this layout measured the same as the old one,
- * within its noise; it costs nothing, and a many-core host pays more per
- * line taken away.) */
+/* Lines by who writes them, and how many a callback touches.  In a real
+ * job NCCL's own work between two callbacks pushes the profiler's lines
+ * out of L1, so every line a callback touches is a cache miss of its own
+ * (test/bench/lines_per_event.sh): the owner's per-event fields share one
+ * line, what it reads at every event another, and nothing else is touched
+ * on the common path.  A read by another core takes a line out of the
+ * owner's cache in the modified state, and the owner's next store to it
+ * waits for the line back; so what other threads read (a proxy thread at
+ * each KernelCh start and stop: the owner word, slots0/cap0; posters: the
+ * inbox's indices) stays off the line the owner writes.
+ *   line 0  written by the owner at every event (inside, the allocator,
+ *           the blacklist, events); other threads only for exclusive access
+ *   line 1  the posters' lock and the published inbox head
+ *   line 2  read at every event by the owner and by other threads,
+ *           written rarely (and in_tail by posters)
+ *   then    the rest; kc_ops on a line of its own */
 typedef struct cp_pool {
-  /* line 0: how the owner holds the pool (pool_owner.h); other threads
-   * touch it only for exclusive access */
+  /* line 0 */
   atomic_uint lock;      /* 0 free, 1 held: cp_pool_lock (locked mode, exclusive access) */
   atomic_uint ctl;       /* CP_CTL_WANT | CP_CTL_SHARED (pool_owner.h) */
   atomic_uint inside;    /* the owner is inside a callback here */
-  char pad0[52];
-  /* line 1: the inbox (pool_owner.c): written by posters (in_tail) and by
-   * the pool's holder when it drains (in_head) */
-  atomic_uint in_lock;   /* producers among themselves */
-  atomic_uint in_tail;   /* next free entry (release: the entry is written) */
+  uint32_t in_seen;      /* in_head as the holder last drained: the check at
+                            every event reads this line, not line 1 */
+  uint32_t capacity;     /* nchunks * chunk_size */
+  uint32_t next;         /* round robin cursor */
+  uint32_t busy;         /* slots live or blacklisted */
+  uint32_t bl_head, bl_tail;   /* blacklist (LRU order) */
+  uint32_t pad0;
+  uint64_t bl_cap, bl_size;
+  uint64_t events;
+  /* line 1: posters among themselves (pool_owner.c) */
+  _Alignas(64) atomic_uint in_lock;
   uint32_t in_head;      /* next post to apply (written by the pool's holder) */
-  char pad1[52];
-  /* from here: read by other threads, written rarely */
-  _Atomic uintptr_t owner;   /* the cp_thr recording here; 0: locked mode */
-  struct cp_post *inbox; /* CP_INBOX entries, made at the first post, freed at finalize */
-  uint32_t comm_index;
-  uint32_t lane;         /* which of the communicator's pools (registry.h) */
+  /* line 2: read by every event and by other threads, written rarely */
+  _Alignas(64) _Atomic uintptr_t owner;   /* the cp_thr recording here; 0: locked mode */
   uint64_t hkey;         /* cp_pool_hkey(comm_index, lane) */
-  uint32_t chunk_size;
-  int chunk_shift;       /* log2(chunk_size) when a power of two, else -1 */
+  cp_slot *slots0;       /* chunks[0] */
   uint32_t cap0;         /* slots in chunks[0] while it exists, else 0: most
                             pools never grow, so cp_pool_slot is one compare */
-  cp_slot *slots0;       /* chunks[0] */
-  int scratch;           /* self-cost pool: records nothing */
   int finalized;         /* its communicator was finalized (relaxed atomic) */
+  atomic_uint in_tail;   /* next free inbox entry (release: the entry is written) */
+  int chunk_shift;       /* log2(chunk_size) when a power of two, else -1 */
+  uint32_t chunk_size;
+  int scratch;           /* self-cost pool: records nothing */
   int released;          /* chunks freed at finalize: no slot is found any more */
+  uint32_t comm_index;
+  uint32_t lane;         /* which of the communicator's pools (registry.h) */
+  /* the rest */
+  struct cp_post *inbox; /* CP_INBOX entries, made at the first post, freed at finalize */
   cp_slot **chunks;
   uint32_t nchunks, chunks_cap, max_chunks;
   cp_slot **retired;     /* the chunk arrays after release (kept: cp_pool_peek_slot) */
   uint32_t retired_cap;
-  uint32_t capacity;     /* nchunks * chunk_size */
-  uint32_t next;         /* round robin cursor */
-  uint32_t busy;         /* slots live or blacklisted */
-  /* blacklist */
-  uint64_t bl_cap, bl_size;
-  uint32_t bl_head, bl_tail;
   uint64_t evictions;
   /* fallback set: CP_POOL_FB_MAX entries, allocated on first use */
   cp_slot **fb;
@@ -194,7 +200,6 @@ typedef struct cp_pool {
   /* per communicator: GPU %globaltimer minus host clock, min over KernelCh */
   int64_t gpu_off;
   int gpu_off_valid;
-  uint64_t events;
   uint64_t memory;
   /* events still live when the chunks were released: per path */
   struct cp_unterm { uint32_t path, n; } *unterm;
@@ -204,6 +209,8 @@ typedef struct cp_pool {
   _Alignas(64) uint64_t kc_ops;   /* Coll/P2p of KernelCh-on calls started (slot-reuse check;
                                      relaxed atomic: KernelCh stops on other threads read it) */
 } cp_pool;
+_Static_assert(offsetof(cp_pool, in_lock) == 64 && offsetof(cp_pool, owner) == 128 &&
+               offsetof(cp_pool, lane) < 192, "cp_pool: lines 0-2 as laid out above");
 
 /* A pool with chunks of chunk_size slots (0 -> 1024) and a blacklist of
  * blacklist_cap (0 -> 1).  NULL when out of memory. */

@@ -19,7 +19,6 @@
 #include "pool_owner.h"
 #include "config.h"
 
-int cp_pool_asym;
 _Atomic uint64_t cp_pool_posts_full, cp_pool_excl_count;
 
 static int membarrier_call(int cmd) {
@@ -53,7 +52,7 @@ static void asym_register(void) {
 #endif
   /* Only ever set before the first pool has an owner (first init), or in
    * a forked child that has one thread. */
-  __atomic_store_n(&cp_pool_asym, ok, __ATOMIC_RELAXED);
+  __atomic_store_n(&cp_hot.pool_asym, ok, __ATOMIC_RELAXED);
 }
 
 void cp_pool_owner_init(void) {
@@ -75,21 +74,21 @@ void cp_pool_owner_after_fork(void) { asym_register(); }
  *
  * membarrier does not fail once registered, but a seccomp filter that the
  * application installs later can make it fail.  Then the process goes
- * over to the owner's own barrier for good (cp_pool_asym = 0, one line on
+ * over to the owner's own barrier for good (cp_hot.pool_asym = 0, one line on
  * stderr), and this and every later exclusive access waits a grace period
  * before it reads inside: an owner that entered without a barrier read ctl
  * before WANT was visible, and its earlier store of inside = 1 leaves its
  * store buffer long before the period ends; an owner entering after that
- * sees WANT, or cp_pool_asym = 0 and fences itself.  Slow (a millisecond
+ * sees WANT, or cp_hot.pool_asym = 0 and fences itself.  Slow (a millisecond
  * per exclusive access), and only ever after such a failure. */
 static void barrier_all(void) {
   if (!atomic_load_explicit(&barrier_broken, memory_order_relaxed)) {
-    if (!__atomic_load_n(&cp_pool_asym, __ATOMIC_RELAXED)) return;
+    if (!__atomic_load_n(&cp_hot.pool_asym, __ATOMIC_RELAXED)) return;
     if (!atomic_load_explicit(&test_fail, memory_order_relaxed) &&
         membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0)
       return;
     if (!atomic_exchange_explicit(&barrier_broken, 1, memory_order_seq_cst)) {
-      __atomic_store_n(&cp_pool_asym, 0, __ATOMIC_SEQ_CST);
+      __atomic_store_n(&cp_hot.pool_asym, 0, __ATOMIC_SEQ_CST);
       cp_warn("membarrier(2) failed after registration (a seccomp filter?): "
               "each event now pays a full barrier, each snapshot a millisecond");
     }
@@ -157,6 +156,7 @@ void cp_pool_drain(cp_pool *p) {
   if (!box) return;
   for (; head != tail; head++) cp_pool_apply(p, &box[head % CP_INBOX]);
   __atomic_store_n(&p->in_head, head, __ATOMIC_RELEASE);
+  p->in_seen = head;
 }
 
 void cp_pool_post(cp_pool *p, const cp_post *m) {

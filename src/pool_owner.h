@@ -54,7 +54,7 @@
 
 /* 1 when membarrier(2) is registered for this process (cp_pool_owner_init);
  * back to 0 for good if it fails later (pool_owner.c, barrier_all). */
-extern int cp_pool_asym;
+#include "hot.h"   /* cp_hot.pool_asym */
 /* Register membarrier (idempotent; COLLPROF_TEST_NO_MEMBARRIER=1: don't);
  * again in a forked child. */
 void cp_pool_owner_init(void);
@@ -73,7 +73,7 @@ static inline uintptr_t cp_pool_owner(const cp_pool *p) { return __atomic_load_n
 static inline int cp_pool_enter(cp_pool *p, const void *me) {
   int owned = 0;
   if (__builtin_expect(cp_pool_owner(p) == (uintptr_t)me, 1)) {
-    if (__builtin_expect(__atomic_load_n(&cp_pool_asym, __ATOMIC_RELAXED), 1)) {
+    if (__builtin_expect(__atomic_load_n(&cp_hot.pool_asym, __ATOMIC_RELAXED), 1)) {
       atomic_store_explicit(&p->inside, 1u, memory_order_relaxed);
       atomic_signal_fence(memory_order_seq_cst);   /* the compiler's order; membarrier the CPU's */
     } else {
@@ -84,7 +84,7 @@ static inline int cp_pool_enter(cp_pool *p, const void *me) {
   } else {
     cp_pool_excl_lock(p);
   }
-  if (__builtin_expect(atomic_load_explicit(&p->in_tail, memory_order_acquire) != p->in_head, 0)) cp_pool_drain(p);
+  if (__builtin_expect(atomic_load_explicit(&p->in_tail, memory_order_acquire) != p->in_seen, 0)) cp_pool_drain(p);
   return owned;
 }
 static inline void cp_pool_leave(cp_pool *p, int owned) {
@@ -132,7 +132,7 @@ static inline void cp_pool_parent_done(cp_pool *p, cp_slot *s, uint32_t idx, uin
       if (gs < s->span_min) s->span_min = gs;
       if (ge > s->span_max) s->span_max = ge;
     }
-    s->span_n += nkch;
+    s->span_n = (uint16_t)(s->span_n + nkch < UINT16_MAX ? s->span_n + nkch : UINT16_MAX);
   }
 }
 

@@ -36,20 +36,25 @@ typedef struct cp_pcache_ent { uint64_t key1; uint32_t id; uint32_t pad; } cp_pc
 typedef struct cp_scache_ent { const char *p; const char *str; uint32_t id; uint32_t pad; } cp_scache_ent;
 
 typedef struct cp_thr {
-  struct cp_thr *next;          /* list of all blocks (never unlinked) */
-  struct cp_thr *next_free;     /* free list of blocks of exited threads */
-  int tid;
-  int sampled;                  /* cp_mask_kernelch_on() at the last GroupApi start */
-  /* last context / pool index this thread decoded (plugin.c): entries and
+  /* line 0: what every callback reads, and the one counter each start
+   * writes (a callback finds its lines cold: pool.h says why that counts).
+   * last context / pool index this thread decoded (plugin.c): entries and
    * pools are never freed, so the pointers stay valid */
   uint64_t last_ctx;
   struct cp_comm *last_comm;
   struct cp_pool *last_lpool;   /* this thread's pool (lane) of last_comm */
-  uint32_t last_pidx;
   struct cp_pool *last_pool;
   uint64_t last_hkey;           /* handle tag and last_pidx as handle bits, 0 = none */
+  uint64_t events;              /* counter (single writer, relaxed) */
+  int tid;
+  int sampled;                  /* cp_mask_kernelch_on() at the last GroupApi start */
+  uint32_t last_pidx;
+  /* from line 1: the profile chunks, the first ones read at every stop */
+  _Alignas(64) cp_prof_ent *prof[CP_PROF_NCHUNK];
+  struct cp_thr *next;          /* list of all blocks (never unlinked) */
+  struct cp_thr *next_free;     /* free list of blocks of exited threads */
   /* counters (single writer, relaxed) */
-  uint64_t events, events_pxn, unknown_parent;
+  uint64_t events_pxn, unknown_parent;
   /* mask_control.c: API calls this thread saw, and those sampled (summed
    * over threads for the summary; per thread so that the hook of every API
    * call writes no shared cache line) */
@@ -66,10 +71,10 @@ typedef struct cp_thr {
     uint32_t bad;               /* a span failed the slot-reuse check */
     uint64_t dur, gs, ge;
   } kcb;
-  cp_prof_ent *prof[CP_PROF_NCHUNK];
   cp_pcache_ent pcache[CP_PCACHE];
   cp_scache_ent scache[CP_SCACHE];
 } cp_thr;
+_Static_assert(offsetof(cp_thr, last_pidx) < 64 && offsetof(cp_thr, prof) == 64, "cp_thr: line 0 as laid out");
 
 extern __thread cp_thr *cp_tls_thr __attribute__((tls_model("initial-exec")));
 

@@ -60,10 +60,10 @@ patch_for() {   # the python patch of variant $1 (run in the copy's root)
     head) echo "pass" ;;
     no-clock) cat <<'PY'
 p = 'src/plugin.c'; s = open(p).read()
-a = '''  const int trace = atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+a = '''  const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = cp_clock_now();
   plink pl'''
-b = '''  const int trace = !scratch && atomic_load_explicit(&g.trace_on, memory_order_relaxed);
+b = '''  const int trace = !scratch && atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = cp_clock_now();
   const uint32_t ls = cp_slot_local(f.slot);'''
 assert a in s and b in s

@@ -36,6 +36,9 @@
 #   collprof-all-notrace  collprof-all with COLLPROF_TRACE=0: with it the
 #                     report splits collprof-all's excess over noop-all
 #                     into collprof's bookkeeping and its trace
+#   noop-clock-all    noop-all reading the clock at every start and stop
+#                     (NOOP_CLOCK=1): what timing every event costs by
+#                     itself, the floor of any profiler that times them
 #   collprof-other    collprof defaults from another build, the one in
 #                     $COLLPROF_OTHER_BUILD (lib/): two builds side by side
 #                     in one run, as no two runs on a shared host compare
@@ -71,6 +74,7 @@ config_env() {
     collprof) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN" ;;
     collprof-all) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1" ;;
     noop-all) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095" ;;
+    noop-clock-all) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095 -x NOOP_CLOCK=1" ;;
     noop-default) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4031" ;;
     collprof-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_TRACE=0" ;;
     collprof-all-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_TRACE=0" ;;

@@ -226,7 +226,7 @@ static void test_peek(const char *mode) {
 static void test_membarrier_fails(void) {
   setenv("COLLPROF_TEST_MEMBARRIER_FAIL", "1", 1);
   cp_pool_owner_after_fork();   /* registers anew, reading the variable */
-  is_i(cp_pool_asym, 1, "failing membarrier: registered first");
+  is_i(cp_hot.pool_asym, 1, "failing membarrier: registered first");
   char path[] = "/tmp/collprof-mbfail-XXXXXX";
   const int fd = mkstemp(path);
   fflush(stderr);
@@ -244,25 +244,25 @@ static void test_membarrier_fails(void) {
   int lines = 0;
   for (const char *q = buf; n > 0 && (q = strstr(q, "collprof: membarrier(2) failed")) != NULL; q++) lines++;
   is_i(lines, 1, "failing membarrier: one line on stderr");
-  is_i(cp_pool_asym, 0, "failing membarrier: the owners fence themselves from then on");
+  is_i(cp_hot.pool_asym, 0, "failing membarrier: the owners fence themselves from then on");
   unsetenv("COLLPROF_TEST_MEMBARRIER_FAIL");
   cp_pool_owner_after_fork();
 }
 
 int main(void) {
   cp_pool_owner_init();
-  const int asym = cp_pool_asym;
+  const int asym = cp_hot.pool_asym;
   diag("membarrier %s on this machine", asym ? "registered" : "not available");
   if (asym) {
     test_exclusion("membarrier");
     test_posts("membarrier");
     test_peek("membarrier");
   }
-  cp_pool_asym = 0;   /* the owner's own barrier: as where membarrier is missing */
+  cp_hot.pool_asym = 0;   /* the owner's own barrier: as where membarrier is missing */
   test_exclusion("no membarrier");
   test_posts("no membarrier");
   test_peek("no membarrier");
-  cp_pool_asym = asym;
+  cp_hot.pool_asym = asym;
   if (asym) test_membarrier_fails();
   else diag("membarrier not available: its failure after registration not tested");
   done_testing();

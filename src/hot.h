@@ -1,0 +1,27 @@
+/*
+ * hot.h — the process-wide words every callback reads, on one cache line.
+ *
+ * In a real job NCCL's own work between two callbacks pushes collprof's
+ * cache lines out of L1, so each line a callback touches is a miss of its
+ * own (pool.h; test/bench/lines_per_event.sh counts them).  These flags
+ * used to be globals of the modules that own them, four lines apart;
+ * together they are one.  Each stays owned by its module, which alone
+ * writes it (rarely: at init, fork, shutdown, or a change of mode); the
+ * hot path only loads them, relaxed.
+ */
+#ifndef COLLPROF_HOT_H
+#define COLLPROF_HOT_H
+#include <stdint.h>
+
+typedef struct cp_hot_words {
+  _Atomic int pid;               /* plugin.c: this process (refreshed after fork) */
+  _Atomic int stopped;           /* plugin.c: collprof_shutdown() was called */
+  _Atomic int trace_on;          /* plugin.c: records go to the trace rings */
+  int capture_on;                /* capture.c: the callback capture is on */
+  int pool_asym;                 /* pool_owner.c: owners rely on membarrier(2) */
+  _Atomic uint32_t path_count;   /* paths.c: path ids in use */
+} cp_hot_words;
+
+extern _Alignas(64) cp_hot_words cp_hot;
+
+#endif
