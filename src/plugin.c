@@ -305,7 +305,7 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
   const uint32_t ls = cp_slot_local(pf->slot);
   cp_slot *ps = cp_pool_slot(pp, ls);
   if (!ps || (cp_slot_key(ps) & ~CP_KEY_LIVE) != ((uint64_t)pf->gen | (uint64_t)pf->path << 32)) return;
-  l->origin_pid = ps->origin_pid;
+  l->origin_pid = ps->is_pxn ? ps->origin_pid : 0;   /* the slot's second line: PXN only */
   /* A KernelCh takes over one of the references its Coll/P2p holds for it
    * (pool.h); one beyond them, or of an unsampled call, takes its own. */
   if (kch && cp_pool_hold_take(ps)) l->kc_epoch = ps->kc_epoch;
@@ -475,7 +475,7 @@ __attribute__((noinline)) static void start_record(cp_thr *t, cp_slot *s, const 
   r->pid = mypid;
   r->start_tid = t->tid;
   r->stop_tid = 0;
-  r->origin_pid = s->origin_pid;
+  r->origin_pid = pxn ? s->origin_pid : 0;   /* set for PXN events only (cp_pool_reset_slot) */
   r->func = func;
   r->start_ns = now;
   r->stop_ns = 0;
@@ -554,16 +554,24 @@ static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool
                                                                    int sampled) {
   if (UNLIKELY(hold)) {
     s->span_first = sampled == 2;
+    s->span_bad = 0;
     /* kc_ops, kc_seq, hold, kc_epoch: read by KernelCh on other threads
      * without the pool (pool_owner.h) */
     const uint64_t ops = __atomic_load_n(&pool->kc_ops, __ATOMIC_RELAXED) + 1;
     __atomic_store_n(&pool->kc_ops, ops, __ATOMIC_RELAXED);
     __atomic_store_n(&s->kc_seq, ops, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->kc_epoch, 0, __ATOMIC_RELAXED);
     cp_pool_hold(pool, s, idx, hold);
     /* KernelCh events due (one sample in flight): only those that will
      * find the hold report back at their stop. */
     const uint32_t held = __atomic_load_n(&s->hold, __ATOMIC_RELAXED);
     if (held) __atomic_store_n(&s->kc_epoch, cp_mask_kc_expect(held), __ATOMIC_RELAXED);
+  } else if (type & (ncclProfileColl | ncclProfileP2p)) {
+    /* what a KernelCh child reads of its parent on the slot's second
+     * line, which cp_pool_reset_slot leaves alone */
+    s->span_first = s->span_bad = 0;
+    __atomic_store_n(&s->kc_seq, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->kc_epoch, 0, __ATOMIC_RELAXED);
   }
   if (type == ncclProfileKernelCh) {
     __atomic_store_n(&s->kc_epoch, pl->kc_epoch, __ATOMIC_RELAXED);

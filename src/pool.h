@@ -345,16 +345,20 @@ static inline cp_slot *cp_pool_slot(cp_pool *p, uint32_t idx) {
   return cp_pool_slot_slow(p, idx);
 }
 
+/* The slot's first line only: in a real job each line a start touches is
+ * a cache miss (pool header comment), and most events never use the
+ * second.  Its fields are set by those that do, at their start: a
+ * Coll/P2p's kc_seq, kc_epoch, span_first and span_bad (plugin.c,
+ * start_gpu_fields), a KernelCh's gpu_start and kc_epoch, a PXN event's
+ * origin_pid (read only where is_pxn says it was set).  span_n, on the
+ * first line, is 0 at hand-out (cp_pool_alloc) and span_min/max are set
+ * with its first span. */
 static inline void cp_pool_reset_slot(cp_slot *s) {
   cp_slot_set_live(s, 1);
   s->has_gpu_stop = s->parent_linked = s->took_ref = s->is_pxn = 0;
   s->child_ns = s->bytes = 0;
-  s->origin_pid = 0;
   /* read by KernelCh on other threads without the pool (cp_pool_peek_parent) */
   __atomic_store_n(&s->hold, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->kc_seq, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->kc_epoch, 0, __ATOMIC_RELAXED);
-  s->span_bad = s->span_first = 0;
 }
 
 /* The usual case inlined: the slot at the round-robin cursor is free. */
