@@ -42,6 +42,7 @@ MPIWRAP_SRC  := $(wildcard mpi_wrap/*.c)
 REPLAY_SRC   := $(wildcard test/replay/*.c)
 BENCH_SRC    := $(wildcard test/bench/*.c)
 NOOP_SRC     := $(wildcard test/noop/*.c)
+FAKECUDA_SRC := $(wildcard test/fakecuda/*.c)
 UNIT_SRC     := $(wildcard test/unit/test_*.c)
 UNIT_HELP    := $(filter-out $(UNIT_SRC),$(wildcard test/unit/*.c))
 
@@ -59,6 +60,9 @@ BIN := $(B)/bin
 TARGETS := $(LIB)/libcollprof.so $(LIB)/libnccl-profiler-collprof.so $(B)/obj/libcollprof_core.a
 ifneq ($(NOOP_SRC),)
 TARGETS += $(LIB)/libnccl-profiler-noop.so
+endif
+ifneq ($(FAKECUDA_SRC),)
+TARGETS += $(LIB)/fakecuda/libcuda.so.1
 endif
 ifneq ($(COLLATE_SRC),)
 TARGETS += $(B)/obj/libcollate.a $(patsubst collate/tools/%.c,$(BIN)/%,$(COLLTOOL_SRC))
@@ -103,6 +107,11 @@ $(B)/obj/libcollate.a: $(COLLATE_OBJ)
 $(LIB)/libnccl-profiler-noop.so: $(call obj,$(NOOP_SRC))
 	@mkdir -p $(LIB)
 	$(CC) -shared -o $@ $^ $(LDFLAGS_ALL)
+
+# A stand-in CUDA driver for the launch timer's CPU tests (test/launch_timer.t).
+$(LIB)/fakecuda/libcuda.so.1: $(call obj,$(FAKECUDA_SRC))
+	@mkdir -p $(LIB)/fakecuda
+	$(CC) -shared -Wl,-soname,libcuda.so.1 -o $@ $^ $(LDFLAGS_ALL)
 
 $(LIB)/libcollprof-mpi.so: $(MPIWRAP_OBJ) $(B)/obj/libcollate.a $(LIB)/libcollprof.so
 	OMPI_CC=$(CC) $(MPICC) -shared -Wl,-soname,libcollprof-mpi.so -o $@ $(MPIWRAP_OBJ) \

@@ -24,6 +24,7 @@ void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank) {
   } else {
     s->gpu_est_ns = s->gpu_first_ns; s->gpu_est_calls = s->gpu_first_samples;
   }
+  s->gpu_launch_ns = p->gpu_launch_ns; s->gpu_launch_samples = p->gpu_launch_samples;
   s->ev_min_ns = p->calls ? p->min_ns : UINT64_MAX;
   s->ev_max_ns = p->calls ? p->max_ns : 0;
   s->nranks = 1;
@@ -39,6 +40,7 @@ void cp_pstat_combine(cp_pstat *into, const cp_pstat *from) {
   into->gpu_first_ns += from->gpu_first_ns; into->gpu_first_samples += from->gpu_first_samples;
   into->gpu_est_ns += from->gpu_est_ns; into->gpu_est_calls += from->gpu_est_calls;
   into->gpu_outliers += from->gpu_outliers;
+  into->gpu_launch_ns += from->gpu_launch_ns; into->gpu_launch_samples += from->gpu_launch_samples;
   if (from->ev_min_ns < into->ev_min_ns) into->ev_min_ns = from->ev_min_ns;
   if (from->ev_max_ns > into->ev_max_ns) into->ev_max_ns = from->ev_max_ns;
   into->nranks += from->nranks;
@@ -73,6 +75,10 @@ void cp_agg_combine(cp_agg *into, const cp_agg *f) {
   into->gpu_sampled_calls += f->gpu_sampled_calls;
   into->gpu_samples_dropped += f->gpu_samples_dropped;
   into->gpu_samples_deferred += f->gpu_samples_deferred;
+  into->gpu_launches_timed += f->gpu_launches_timed;
+  into->gpu_launches_unattributed += f->gpu_launches_unattributed;
+  into->gpu_launches_skipped += f->gpu_launches_skipped;
+  into->gpu_launches_unread += f->gpu_launches_unread;
   into->memory_bytes += f->memory_bytes;
   if (f->memory_max_bytes > into->memory_max_bytes) into->memory_max_bytes = f->memory_max_bytes;
   into->overhead_ns += f->overhead_ns;

@@ -95,8 +95,9 @@ static inline uint32_t get32(rd *r) { uint32_t v = 0; const unsigned char *q = g
   X((s)->gpu_samples) X((s)->unterminated) X((s)->ev_min_ns + 1) X((s)->ev_max_ns) X((s)->nranks) \
   X((s)->tmin_ns) X((uint64_t)((int64_t)(s)->tmin_rank + 1)) X((s)->tmax_ns) \
   X((uint64_t)((int64_t)(s)->tmax_rank + 1)) X((s)->gpu_first_ns) X((s)->gpu_first_samples) \
-  X((s)->gpu_est_ns) X((s)->gpu_est_calls) X((s)->gpu_outliers)
-#define PSTAT_MAX 200   /* 20 varints of at most 10 bytes */
+  X((s)->gpu_est_ns) X((s)->gpu_est_calls) X((s)->gpu_outliers) X((s)->gpu_launch_ns) \
+  X((s)->gpu_launch_samples)
+#define PSTAT_MAX 220   /* 22 varints of at most 10 bytes */
 static size_t pstat_enc(unsigned char *b, const cp_pstat *s) {
   size_t n = 0;
 #define ENC(v) n += varenc(b + n, v);
@@ -112,6 +113,7 @@ static void pstat_dec(rd *r, cp_pstat *s) {
   s->tmax_ns = getvar(r); s->tmax_rank = (int32_t)((int64_t)getvar(r) - 1);
   s->gpu_first_ns = getvar(r); s->gpu_first_samples = getvar(r);
   s->gpu_est_ns = getvar(r); s->gpu_est_calls = getvar(r); s->gpu_outliers = getvar(r);
+  s->gpu_launch_ns = getvar(r); s->gpu_launch_samples = getvar(r);
 }
 
 /* one record; returns its size (written when w) */
@@ -261,6 +263,10 @@ static void agg_from_rank(const cp_rank_data *r, cp_agg *a) {
   a->bad_calls = r->bad_calls; a->gpu_sampled_calls = r->gpu_sampled_calls;
   a->gpu_samples_dropped = r->gpu_samples_dropped;
   a->gpu_samples_deferred = r->gpu_samples_deferred;
+  a->gpu_launches_timed = r->gpu_launches_timed;
+  a->gpu_launches_unattributed = r->gpu_launches_unattributed;
+  a->gpu_launches_skipped = r->gpu_launches_skipped;
+  a->gpu_launches_unread = r->gpu_launches_unread;
   a->memory_bytes = a->memory_max_bytes = r->memory_bytes;
   double ov = (double)r->events_recorded * r->per_event_cost_ns;
   a->overhead_ns = ov > 0 && isfinite(ov) ? (uint64_t)llround(ov) : 0;
@@ -290,6 +296,7 @@ static void pstat_add_same_rank(cp_pstat *into, const cp_pstat *from) {
   into->gpu_first_ns += from->gpu_first_ns; into->gpu_first_samples += from->gpu_first_samples;
   into->gpu_est_ns += from->gpu_est_ns; into->gpu_est_calls += from->gpu_est_calls;
   into->gpu_outliers += from->gpu_outliers;
+  into->gpu_launch_ns += from->gpu_launch_ns; into->gpu_launch_samples += from->gpu_launch_samples;
   if (from->ev_min_ns < into->ev_min_ns) into->ev_min_ns = from->ev_min_ns;
   if (from->ev_max_ns > into->ev_max_ns) into->ev_max_ns = from->ev_max_ns;
   into->tmin_ns = into->tmax_ns = into->total_ns;

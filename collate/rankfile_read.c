@@ -77,6 +77,8 @@ static void read_path(json_t *o, cp_path_rec *p) {
   p->has_est = json_object_get(o, "gpu_est_calls") != NULL;   /* written with samples only */
   p->gpu_est_ns = u64(o, "gpu_est_ns"); p->gpu_est_calls = u64(o, "gpu_est_calls");
   p->gpu_outliers = u64(o, "gpu_outliers");
+  p->gpu_launch_ns = u64(o, "gpu_launch_ns");   /* absent without timed launches */
+  p->gpu_launch_samples = u64(o, "gpu_launch_samples");
 }
 
 static void read_rank(json_t *o, cp_rank_data *r) {
@@ -98,6 +100,10 @@ static void read_rank(json_t *o, cp_rank_data *r) {
   r->bad_calls = u64(o, "badCalls"); r->gpu_sampled_calls = u64(o, "gpuSampledCalls");
   r->gpu_samples_dropped = u64(o, "gpuSamplesDropped");
   r->gpu_samples_deferred = u64(o, "gpuSamplesDeferred");
+  r->gpu_launches_timed = u64(o, "gpuLaunchesTimed");
+  r->gpu_launches_unattributed = u64(o, "gpuLaunchesUnattributed");
+  r->gpu_launches_skipped = u64(o, "gpuLaunchesSkipped");
+  r->gpu_launches_unread = u64(o, "gpuLaunchesUnread");
   snprintf(r->mask_frozen, sizeof r->mask_frozen, "%s", str(o, "maskFrozen"));
   r->memory_bytes = u64(o, "memoryBytes");
   json_t *c = json_object_get(o, "perEventCostNs");

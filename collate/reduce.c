@@ -97,6 +97,10 @@ void cp_gpath_derive(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
   } else if (st->gpu_samples) {
     gpu_estimate(st, d);
   }
+  if (st->gpu_launch_samples) {
+    d->launch_call_ns = (double)st->gpu_launch_ns / (double)st->gpu_launch_samples;
+    d->launch_est_ns = d->launch_call_ns * (double)st->calls;
+  }
   bandwidth(s, p, d);
 }
 

@@ -25,6 +25,11 @@
  *                   without a periodic sample of the path; files from before
  *                   size classes: C = Sf, E = F, so F + m x (calls - Sf))
  *   gpu_call_ns   = gpu_est_ns / calls: the GPU time per call behind it
+ *   launch_call_ns = Coll/P2p: gpu_launch_ns / gpu_launch_samples, the mean
+ *                   GPU time of its timed kernel launches (CUDA events on
+ *                   the launch stream, src/launch_timer.h: one call in N,
+ *                   systematic, so the mean needs no size classes);
+ *                   launch_est_ns = that x calls
  *   algbw/busbw   = Coll/P2p: S / t, x factor, nccl-tests' S and factors
  *                   (ABI doc), t = gpu_call_ns when there are samples, else
  *                   mean host time per call; n = the size of

@@ -43,6 +43,7 @@ typedef struct cp_path_rec {
   uint64_t gpu_first_ns, gpu_first_samples;   /* of them, first-call samples (collprof.h) */
   uint64_t gpu_est_ns, gpu_est_calls, gpu_outliers;   /* the rank's size-class estimate (collprof.h) */
   int has_est;             /* gpu_est_* present (files from before: absent) */
+  uint64_t gpu_launch_ns, gpu_launch_samples;   /* timed kernel launches (collprof.h) */
   uint64_t unterminated;
 } cp_path_rec;
 
@@ -73,6 +74,8 @@ typedef struct cp_rank_data {
   uint64_t events_recorded, events_pxn, unterminated, blacklist_evictions,
            unknown_parent, trace_dropped, bad_calls, gpu_sampled_calls,
            gpu_samples_dropped, gpu_samples_deferred, memory_bytes;
+  uint64_t gpu_launches_timed, gpu_launches_unattributed, gpu_launches_skipped,
+           gpu_launches_unread;   /* src/launch_timer.h */
   double per_event_cost_ns;
   char *command;           /* "" when unknown */
   size_t ncomms;
@@ -100,6 +103,7 @@ typedef struct cp_pstat {
            gpu_first_ns, gpu_first_samples,
            gpu_est_ns, gpu_est_calls,    /* ranks' size-class estimates (merge.c) */
            gpu_outliers,
+           gpu_launch_ns, gpu_launch_samples,   /* timed kernel launches (collprof.h) */
            unterminated;                 /* sums over ranks */
   uint64_t ev_min_ns, ev_max_ns;         /* per event, over ranks with calls
                                             (UINT64_MAX / 0 when no calls) */
@@ -115,6 +119,7 @@ typedef struct cp_agg {
   uint64_t events_recorded, events_pxn, unterminated, blacklist_evictions,
            unknown_parent, trace_dropped, bad_calls, gpu_sampled_calls,
            gpu_samples_dropped, gpu_samples_deferred, memory_bytes;
+  uint64_t gpu_launches_timed, gpu_launches_unattributed, gpu_launches_skipped, gpu_launches_unread;
   uint64_t memory_max_bytes;             /* max over ranks */
   uint64_t overhead_ns;                  /* sum of llround(events x per-event cost) */
   int64_t start_wall_min_ns;             /* earliest start (INT64_MAX if none) */
@@ -174,6 +179,8 @@ typedef struct cp_gderived {
                                             KernelCh: gpu_ns; 0 without samples */
   double gpu_call_ns;                    /* Coll/P2p: GPU time per call behind it */
   int gpu_exact;                         /* samples == calls (or KernelCh) */
+  double launch_call_ns;                 /* Coll/P2p with timed launches: their mean */
+  double launch_est_ns;                  /* launch_call_ns x calls */
   int bw_valid;                          /* Coll/P2p with bytes and a known n */
   double algbw_gbs, busbw_gbs;           /* GB/s = bytes per ns */
 } cp_gderived;

@@ -23,6 +23,10 @@ int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_ra
   r->bad_calls = s->bad_calls; r->gpu_sampled_calls = s->gpu_sampled_calls;
   r->gpu_samples_dropped = s->gpu_samples_dropped;
   r->gpu_samples_deferred = s->gpu_samples_deferred;
+  r->gpu_launches_timed = s->gpu_launches_timed;
+  r->gpu_launches_unattributed = s->gpu_launches_unattributed;
+  r->gpu_launches_skipped = s->gpu_launches_skipped;
+  r->gpu_launches_unread = s->gpu_launches_unread;
   /* bounded: the snapshot's array need not end in a NUL */
   snprintf(r->mask_frozen, sizeof r->mask_frozen, "%.*s", (int)sizeof s->mask_frozen, s->mask_frozen);
   r->memory_bytes = s->memory_bytes;
@@ -61,6 +65,7 @@ int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_ra
     d->gpu_first_ns = p->gpu_first_ns; d->gpu_first_samples = p->gpu_first_samples;
     d->has_est = 1;
     d->gpu_est_ns = p->gpu_est_ns; d->gpu_est_calls = p->gpu_est_calls; d->gpu_outliers = p->gpu_outliers;
+    d->gpu_launch_ns = p->gpu_launch_ns; d->gpu_launch_samples = p->gpu_launch_samples;
   }
   return 0;
 }

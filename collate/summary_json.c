@@ -77,11 +77,14 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
              ",\n\"unterminated\":%" PRIu64 ",\"blacklist_evictions\":%" PRIu64 ",\"events_pxn\":%" PRIu64
              ",\"unknown_parent\":%" PRIu64 ",\"trace_dropped\":%" PRIu64 ",\"bad_calls\":%" PRIu64
              ",\"gpu_sampled_calls\":%" PRIu64 ",\"gpu_samples_dropped\":%" PRIu64
-             ",\"gpu_samples_deferred\":%" PRIu64 ",\n",
+             ",\"gpu_samples_deferred\":%" PRIu64 ",\"gpu_launches_timed\":%" PRIu64
+             ",\"gpu_launches_unattributed\":%" PRIu64 ",\"gpu_launches_skipped\":%" PRIu64
+             ",\"gpu_launches_unread\":%" PRIu64 ",\n",
           a->runtime_max_ns, a->runtime_max_rank, a->events_recorded, a->overhead_ns, a->memory_bytes,
           a->memory_max_bytes, a->unterminated, a->blacklist_evictions, a->events_pxn,
           a->unknown_parent, a->trace_dropped, a->bad_calls, a->gpu_sampled_calls,
-          a->gpu_samples_dropped, a->gpu_samples_deferred);
+          a->gpu_samples_dropped, a->gpu_samples_deferred, a->gpu_launches_timed, a->gpu_launches_unattributed,
+          a->gpu_launches_skipped, a->gpu_launches_unread);
   mask_frozen(f, s);
   fprintf(f, "\"self_total_ns\":%" PRIu64 ",\"hashBits\":%d,\"hashCollisions\":%zu,\n\"collisions\":[",
           s->self_total_ns, s->hash_bits, s->ncollisions);
@@ -132,6 +135,13 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
               st->gpu_est_ns, st->gpu_est_calls, st->gpu_outliers);
       fprintf(f, ",\"gpu_call_ns\":"); num(f, d.gpu_call_ns);
       fprintf(f, ",\"gpu_exact\":%s", d.gpu_exact ? "true" : "false");
+    }
+    if (st->gpu_launch_samples) {
+      fprintf(f, ",\"gpu_launch_ns\":%" PRIu64 ",\"gpu_launch_samples\":%" PRIu64 ",\"gpu_launch_call_ns\":",
+              st->gpu_launch_ns, st->gpu_launch_samples);
+      num(f, d.launch_call_ns);
+      fprintf(f, ",\"gpu_launch_est_ns\":");
+      num(f, d.launch_est_ns);
     }
     if (d.bw_valid) {
       fprintf(f, ",\"algbw_gbs\":"); num(f, d.algbw_gbs);

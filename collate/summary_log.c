@@ -87,23 +87,35 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
   size_t n = 0;
   for (size_t i = 0; rows && i < s->npaths; i++) {
     const cp_gpath *p = &s->paths[i];
-    if ((p->leaf_type != 2 && p->leaf_type != 4) || !p->s.gpu_samples) continue;
+    if ((p->leaf_type != 2 && p->leaf_type != 4) || !(p->s.gpu_samples || p->s.gpu_launch_samples)) continue;
     cp_gderived d; cp_gpath_derive(s, p, &d);
-    rows[n].i = i; rows[n].est = d.gpu_est_ns; n++;
+    rows[n].i = i; rows[n].est = d.gpu_est_ns > d.launch_est_ns ? d.gpu_est_ns : d.launch_est_ns; n++;
   }
   if (n) {
     qsort(rows, n, sizeof *rows, gpu_cmp);
     fprintf(f, "GPU time (Coll/P2p, from KernelCh samples; ~ estimated per message-size class,"
-               " first-call samples and outliers counted once)\n");
-    int lw = fprintf(f, "%12s | %9s | %7s | %8s | %13s | %13s | %-*s | %s\n", "Calls", "Samples", "First",
-                     "Outliers", "GPU[s]", "GPU/call[us]", pw, "Path", "ID");
+               " first-call samples and outliers counted once;\n"
+               "  Launches: timed kernel launches, CUDA events on the launch stream, GPU/call their mean"
+               " as an application's events see it)\n");
+    int lw = fprintf(f, "%12s | %9s | %7s | %8s | %13s | %13s | %9s | %13s | %-*s | %s\n", "Calls", "Samples",
+                     "First", "Outliers", "GPU[s]", "GPU/call[us]", "Launches", "GPU/call[us]", pw, "Path", "ID");
     rule(f, lw - 1);
     for (size_t k = 0; k < n; k++) {
       const cp_gpath *p = &s->paths[rows[k].i];
       cp_gderived d; cp_gpath_derive(s, p, &d);
-      fprintf(f, "%12" PRIu64 " | %9" PRIu64 " | %7" PRIu64 " | %8" PRIu64 " | %s%12.6f | %13.3f | %-*s | %" PRId64 "\n",
-              p->s.calls, p->s.gpu_samples, p->s.gpu_first_samples, p->s.gpu_outliers, d.gpu_exact ? " " : "~",
-              d.gpu_est_ns / 1e9, d.gpu_call_ns / 1e3, pw, p->path, p->id);
+      char kc[2][24], la[24];
+      if (p->s.gpu_samples) {
+        snprintf(kc[0], sizeof kc[0], "%s%12.6f", d.gpu_exact ? " " : "~", d.gpu_est_ns / 1e9);
+        snprintf(kc[1], sizeof kc[1], "%13.3f", d.gpu_call_ns / 1e3);
+      } else {
+        snprintf(kc[0], sizeof kc[0], "%13s", "-");
+        snprintf(kc[1], sizeof kc[1], "%13s", "-");
+      }
+      if (p->s.gpu_launch_samples) snprintf(la, sizeof la, "%13.3f", d.launch_call_ns / 1e3);
+      else snprintf(la, sizeof la, "%13s", "-");
+      fprintf(f, "%12" PRIu64 " | %9" PRIu64 " | %7" PRIu64 " | %8" PRIu64 " | %s | %s | %9" PRIu64 " | %s | %-*s | %" PRId64 "\n",
+              p->s.calls, p->s.gpu_samples, p->s.gpu_first_samples, p->s.gpu_outliers, kc[0], kc[1],
+              p->s.gpu_launch_samples, la, pw, p->path, p->id);
     }
     fputc('\n', f);
   }
@@ -210,6 +222,10 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
           s->agg.gpu_samples_dropped);
   fprintf(f, "  GPU samples skipped:          %" PRIu64 " (an earlier sample's KernelCh was still due)\n",
           s->agg.gpu_samples_deferred);
+  fprintf(f, "  Kernel launches timed:        %" PRIu64 " (%" PRIu64 " of several or no Coll/P2p; %" PRIu64
+             " skipped, %" PRIu64 " unread)\n",
+          s->agg.gpu_launches_timed, s->agg.gpu_launches_unattributed, s->agg.gpu_launches_skipped,
+          s->agg.gpu_launches_unread);
   for (size_t i = 0; i < s->nfrozen; i++) frozen_line(f, &s->frozen[i]);
   fprintf(f, "  Global paths:                 %zu\n", s->npaths);
   fprintf(f, "  Hash collisions:              %zu\n", s->ncollisions);

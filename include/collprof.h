@@ -59,6 +59,12 @@ typedef struct collprof_path_stat {
                              size class behind gpu_est_ns (src/gpu_estimate.h,
                              written as the path record's gpuSizes); NULL
                              otherwise; freed by collprof_snapshot_free */
+  uint64_t gpu_launch_ns; /* Coll/P2p: sum of the GPU times of its timed kernel
+                             launches (CUDA events on the launch stream around
+                             the launch: src/launch_timer.h), each launch
+                             holding this one Coll/P2p; first launches of a
+                             thread left out */
+  uint64_t gpu_launch_samples; /* the launches in gpu_launch_ns */
   uint64_t unterminated;  /* started, never stopped (counted at snapshot) */
 } collprof_path_stat;
 
@@ -105,6 +111,13 @@ typedef struct collprof_snapshot {
                                       been rewritten before its proxy read it */
   uint64_t gpu_samples_deferred;   /* samples skipped (the name is older) because an earlier
                                       sample's KernelCh events were still due */
+  uint64_t gpu_launches_timed;     /* kernel launches timed by CUDA events
+                                      (COLLPROF_LAUNCH_SAMPLE, src/launch_timer.h) */
+  uint64_t gpu_launches_unattributed; /* of those: none or several Coll/P2p in the launch */
+  uint64_t gpu_launches_skipped;   /* wanted but not timed: stream being captured,
+                                      too many in flight, no context, a CUDA error */
+  uint64_t gpu_launches_unread;    /* timed but never read: the GPU had not
+                                      finished at finalize, or a CUDA error */
   char mask_frozen[96];            /* why the mask stopped changing, "" if it did not
                                       (e.g. "CUDA graph capture seen, KernelCh off") */
   uint64_t memory_bytes;           /* pools, path table, trace buffers */

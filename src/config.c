@@ -181,6 +181,10 @@ static void load(cp_config *c) {
   get_num("COLLPROF_GPU_SAMPLE", 0, 0x7fffffff, &v);
   c->gpu_sample = (int)v;
 
+  v = 16;
+  get_num("COLLPROF_LAUNCH_SAMPLE", 0, 0x7fffffff, &v);
+  c->launch_sample = (int)v;
+
   const char *p = getenv("COLLPROF_PERIODS");
   if (p && *p) {
     const char *why = NULL;

@@ -16,6 +16,7 @@
 #include "capture.h"
 #include "config.h"
 #include "gpu_estimate.h"
+#include "launch_timer.h"
 #include "json_escape.h"
 #include "mask_control.h"
 #include "meta.h"
@@ -137,6 +138,9 @@ static void path_records(sbuf *b, const collprof_snapshot *s, const int64_t *gid
                 (unsigned long long)p->gpu_est_ns, (unsigned long long)p->gpu_est_calls,
                 (unsigned long long)p->gpu_outliers);
     if (p->gpu_classes) gpu_sizes(b, p->gpu_classes);
+    if (p->gpu_launch_samples)   /* launch_timer.h */
+      sb_printf(b, ",\"gpu_launch_ns\":%llu,\"gpu_launch_samples\":%llu",
+                (unsigned long long)p->gpu_launch_ns, (unsigned long long)p->gpu_launch_samples);
     sb_printf(b, "}\n");
   }
 }
@@ -169,13 +173,16 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             ",\"eventsRecorded\":%llu,\"eventsPxn\":%llu,\"unterminated\":%llu,"
             "\"blacklistEvictions\":%llu,\"unknownParent\":%llu,\"traceDropped\":%llu,"
             "\"badCalls\":%llu,\"gpuSampledCalls\":%llu,\"gpuSamplesDropped\":%llu,"
-            "\"gpuSamplesDeferred\":%llu,\"gpuSampleGateResets\":%llu,\"memoryBytes\":%llu,\"perEventCostNs\":%.1f,\"command\":",
+            "\"gpuSamplesDeferred\":%llu,\"gpuSampleGateResets\":%llu,\"gpuLaunchesTimed\":%llu,"
+            "\"gpuLaunchesUnattributed\":%llu,\"gpuLaunchesSkipped\":%llu,\"gpuLaunchesUnread\":%llu,\"memoryBytes\":%llu,\"perEventCostNs\":%.1f,\"command\":",
             (unsigned long long)s->events_recorded, (unsigned long long)s->events_pxn,
             (unsigned long long)s->unterminated, (unsigned long long)s->blacklist_evictions,
             (unsigned long long)s->unknown_parent, (unsigned long long)dropped,
             (unsigned long long)s->bad_calls, (unsigned long long)s->gpu_sampled_calls,
             (unsigned long long)s->gpu_samples_dropped, (unsigned long long)s->gpu_samples_deferred,
-            (unsigned long long)cp_mask_gate_resets(), (unsigned long long)s->memory_bytes,
+            (unsigned long long)cp_mask_gate_resets(), (unsigned long long)s->gpu_launches_timed,
+            (unsigned long long)s->gpu_launches_unattributed, (unsigned long long)s->gpu_launches_skipped,
+            (unsigned long long)s->gpu_launches_unread, (unsigned long long)s->memory_bytes,
             s->per_event_cost_ns >= 0 && s->per_event_cost_ns < 1e15 ? s->per_event_cost_ns : 0.0);
   sb_str(b, cp_meta_command());
   sb_printf(b, ",\"comms\":[");
@@ -267,6 +274,7 @@ const char *collprof_output_dir(void) {
 
 int collprof_write_local(void) {
   if (cp_trace_in_fork_child()) return -1;
+  cp_lt_finish(CP_LT_FINISH_MS);   /* timed launches still in flight, before the snapshot */
   pthread_mutex_lock(&g_mu);
   cp_trace_start();
   cp_trace_flush();
@@ -312,6 +320,7 @@ void collprof_set_mpi_managed(int on) { cp_output_set_mpi_managed(on); }
 
 void cp_output_on_last_finalize(void) {
   if (cp_trace_in_fork_child()) return;
+  cp_lt_finish(CP_LT_FINISH_MS);   /* the GPU is still there: read the timed launches now */
   if (!cp_output_mpi_managed()) collprof_write_local();
   else cp_trace_flush();
 }

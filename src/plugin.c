@@ -66,6 +66,7 @@
 #include "cuda_uuid.h"
 #include "handle.h"
 #include "kc_batch.h"
+#include "launch_timer.h"
 #include "mask_control.h"
 #include "output_hooks.h"
 #include "paths.h"
@@ -260,6 +261,7 @@ static void first_init(void) {
   if (getver && getver(&v) == 0) atomic_store(&g.nccl_version, v);
   g.event_cost = cp_selfcost_measure();   /* trace still off here */
   cp_capture_init();
+  cp_lt_setup();
   cp_affinity_probe();
   if (cfg->trace_on) cp_trace_start();
   atomic_store(&cp_hot.trace_on, cfg->trace_on ? 1 : 0);
@@ -524,13 +526,20 @@ static inline uint32_t kc_hold(const ncclProfilerEventDescr_v5_t *d, uint32_t ty
   return n ? n : 1;
 }
 
-/* After a recorded start, outside the pool lock: the capture line and the
- * mask control's hooks (GroupApi opens a call, CollApi/P2pApi names it). */
+/* After a recorded start, outside the pool lock: the capture line, the
+ * mask control's hooks (GroupApi opens a call, CollApi/P2pApi names it)
+ * and the launch timer's (launch_timer.h: a KernelLaunch may be timed, the
+ * Coll/P2p after it are its work, the next GroupApi ends that). */
 static inline __attribute__((always_inline)) void start_hooks(cp_thr *t, const ncclProfilerEventDescr_v5_t *d,
                                                               uint32_t type, uint32_t path, uint64_t handle,
-                                                              uint64_t ctxv) {
+                                                              uint64_t ctxv, uint64_t bytes, uint32_t comm_index) {
   if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) cp_capture_start(ctxv, handle, d);
-  if (type == ncclProfileGroupApi) {
+  if (type & (ncclProfileColl | ncclProfileP2p)) {
+    cp_lt_claim(t, path, type, bytes, handle);
+  } else if (type == ncclProfileKernelLaunch) {
+    cp_lt_launch_start(t, d->kernelLaunch.stream, handle, comm_index, d->rank);
+  } else if (type == ncclProfileGroupApi) {
+    cp_lt_group_start(t);
     /* 2: a first-call sample (mask_control.h), counted once in the estimate */
     t->sampled = cp_mask_kernelch_on() ? 1 + cp_mask_sample_first() : 0;
     if (UNLIKELY(d->groupApi.graphCaptured)) cp_mask_on_graph_capture();
@@ -720,7 +729,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
 
   cp_inc(&t->events, 1);
   if (pxn) cp_inc(&t->events_pxn, 1);
-  start_hooks(t, d, type, path, handle, ctxv);
+  start_hooks(t, d, type, path, handle, ctxv, bytes, comm ? comm->index : 0);
   if (v4 && (type == ncclProfileColl || type == ncclProfileP2p)) cp_mask_on_api_call(path, kc_call);
   return NCCL_OK;
 }
@@ -802,7 +811,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   cp_pool_leave(pool, own);
   *eHandle = (void *)(uintptr_t)handle;
   cp_inc(&t->events, 1);
-  start_hooks(t, d, type, path, handle, ctxv);
+  start_hooks(t, d, type, path, handle, ctxv, bytes, pool->comm_index);
   return 1;
 }
 
@@ -999,6 +1008,7 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   }
   if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
   if (type == ncclProfileGroupApi) cp_mask_on_group_stop();   /* may switch KernelCh */
+  else if (type == ncclProfileKernelLaunch) cp_lt_launch_stop(t);
   return NCCL_OK;
 }
 

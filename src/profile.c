@@ -73,6 +73,8 @@ void cp_profile_merge(collprof_path_stat *out, size_t n, cp_gcls **cls) {
         o->gpu_samples += cp_ld(&e->gpu_samples);
         o->gpu_first_ns += cp_ld(&e->gpu_first_ns);
         o->gpu_first_samples += cp_ld(&e->gpu_first_samples);
+        o->gpu_launch_ns += cp_ld(&e->launch_ns);
+        o->gpu_launch_samples += cp_ld(&e->launch_samples);
         cp_gcls *g = __atomic_load_n(&e->cls, __ATOMIC_ACQUIRE);
         size_t at = c * CP_PROF_CHUNK + i;
         if (g && cls) {

@@ -67,8 +67,16 @@ static inline void cp_profile_gpu_t(cp_thr *t, uint32_t path, uint64_t gpu_ns, i
   }
 }
 
+/* A timed kernel launch whose one Coll/P2p is on path (launch_timer.h). */
+static inline void cp_profile_launch_t(cp_thr *t, uint32_t path, uint64_t ns) {
+  cp_prof_ent *e = cp_prof_ent_get(t, path);
+  if (!e) return;
+  cp_inc(&e->launch_ns, ns);
+  cp_inc(&e->launch_samples, 1);
+}
+
 /* Add every thread's numbers into out[0..n) (calls, total_ns, self_ns,
- * min_ns, max_ns, bytes, states, gpu_ns, gpu_samples, gpu_first_*; min/max
+ * min_ns, max_ns, bytes, states, gpu_ns, gpu_samples, gpu_first_*, gpu_launch_*; min/max
  * combined).  cls: NULL, or n pointers; the size classes of a path that has
  * them are added into cls[path], allocated here (NULL if that fails). */
 void cp_profile_merge(collprof_path_stat *out, size_t n, cp_gcls **cls);

@@ -21,6 +21,7 @@
 #include "output.h"
 #include "config.h"
 #include "handle.h"
+#include "launch_timer.h"
 #include "mask_control.h"
 #include "output_hooks.h"
 #include "paths.h"
@@ -188,6 +189,12 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   out->bad_calls = cp_core_bad_calls();
   out->gpu_sampled_calls = cp_mask_sampled_calls();
   out->gpu_samples_deferred = cp_mask_samples_deferred();
+  cp_lt_counts lt;
+  cp_lt_get_counts(&lt);
+  out->gpu_launches_timed = lt.timed;
+  out->gpu_launches_unattributed = lt.unattributed;
+  out->gpu_launches_skipped = lt.skipped;
+  out->gpu_launches_unread = lt.unread;
   for (cp_thr *t = cp_thr_all(); t; t = t->next) out->gpu_samples_dropped += cp_ld(&t->gpu_dropped);
   snprintf(out->mask_frozen, sizeof out->mask_frozen, "%s", cp_mask_frozen_text());
   out->memory_bytes = memory + cp_trace_memory_bytes();

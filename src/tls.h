@@ -28,6 +28,7 @@
 typedef struct cp_prof_ent {
   uint64_t calls, total, self, min, max, bytes, states, gpu_ns, gpu_samples;
   uint64_t gpu_first_ns, gpu_first_samples;   /* collprof.h: first-call samples */
+  uint64_t launch_ns, launch_samples;         /* Coll/P2p: launch_timer.h, periodic samples */
   struct cp_gcls *cls;   /* Coll/P2p: calls and GPU samples per size class
                             (gpu_estimate.h), made at the path's first bytes */
 } cp_prof_ent;
@@ -49,6 +50,7 @@ typedef struct cp_thr {
   int tid;
   int sampled;                  /* cp_mask_kernelch_on() at the last GroupApi start */
   uint32_t last_pidx;
+  uint32_t lt_cur;              /* launch_timer.h: the open timed launch's slot + 1, 0 = none */
   /* from line 1: the profile chunks, the first ones read at every stop */
   _Alignas(64) cp_prof_ent *prof[CP_PROF_NCHUNK];
   struct cp_thr *next;          /* list of all blocks (never unlinked) */
@@ -59,6 +61,7 @@ typedef struct cp_thr {
    * over threads for the summary; per thread so that the hook of every API
    * call writes no shared cache line) */
   uint64_t api_calls, api_sampled;
+  uint32_t lt_count;            /* launch_timer.h: KernelLaunch starts on this thread */
   /* Coll/P2p GPU spans dropped by the slot-reuse check (plugin.c) */
   uint64_t gpu_dropped;
   /* kc_batch.h: this thread's KernelCh under one parent in another
@@ -74,7 +77,7 @@ typedef struct cp_thr {
   cp_pcache_ent pcache[CP_PCACHE];
   cp_scache_ent scache[CP_SCACHE];
 } cp_thr;
-_Static_assert(offsetof(cp_thr, last_pidx) < 64 && offsetof(cp_thr, prof) == 64, "cp_thr: line 0 as laid out");
+_Static_assert(offsetof(cp_thr, lt_cur) < 64 && offsetof(cp_thr, prof) == 64, "cp_thr: line 0 as laid out");
 
 extern __thread cp_thr *cp_tls_thr __attribute__((tls_model("initial-exec")));
 

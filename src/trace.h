@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-enum cp_rec_kind { CP_REC_EVENT = 1, CP_REC_STATE = 2, CP_REC_LIFECYCLE = 3 };
+enum cp_rec_kind { CP_REC_EVENT = 1, CP_REC_STATE = 2, CP_REC_LIFECYCLE = 3, CP_REC_LAUNCH = 4 };
 
 /* One record: 120 bytes (4 ring units). */
 typedef struct cp_rec {
@@ -47,6 +47,10 @@ typedef struct cp_rec {
     struct { int64_t id; } net_plugin;
     struct { uint64_t arg; } state;          /* state records: the argument */
     struct { uint32_t event_mask; uint8_t is_finalize; } lifecycle;
+    /* a timed kernel launch (launch_timer.h): parent_obj is the
+     * KernelLaunch's handle, event_addr its one Coll/P2p's (0: none or
+     * several, nops of them), start_ns the host time of the launch */
+    struct { uint64_t gpu_ns, bytes; uint32_t nops; uint8_t first, multi; } launch;
   } d;
 } cp_rec;
 

@@ -217,15 +217,8 @@ static char *details(char *p, const cp_rec *r) {
   return p;
 }
 
-/* The fields event and lifecycle records share, up to "myPid". */
-static char *event_head(char *p, const cp_rec *r, const char *type, uint32_t func_id, const char *func,
-                        const cp_comm *c, int pxn, uint64_t stop_ns) {
-  p = JF_LIT(p, "{\"recordType\":\"event\",\"type\":\"");
-  size_t n = strlen(type);
-  memcpy(p, type, n);
-  p += n;
-  p = JF_LIT(p, "\",\"func\":");
-  p = func ? jf_str(p, func, STR_MAX) : sid(p, func_id);
+/* ,"gpuUuid":..,"commId":..,"rank":.. of the record's communicator */
+static char *comm_fields(char *p, const cp_rec *r, const cp_comm *c, int pxn) {
   if (!pxn && c && r->rank == c->nccl_rank) {   /* formatted at registration */
     memcpy(p, c->json_id, c->json_id_len);
     p += c->json_id_len;
@@ -237,6 +230,19 @@ static char *event_head(char *p, const cp_rec *r, const char *type, uint32_t fun
     p = JF_LIT(p, "\",\"rank\":");
     p = jf_i64(p, pxn ? -1 : r->rank);
   }
+  return p;
+}
+
+/* The fields event and lifecycle records share, up to "myPid". */
+static char *event_head(char *p, const cp_rec *r, const char *type, uint32_t func_id, const char *func,
+                        const cp_comm *c, int pxn, uint64_t stop_ns) {
+  p = JF_LIT(p, "{\"recordType\":\"event\",\"type\":\"");
+  size_t n = strlen(type);
+  memcpy(p, type, n);
+  p += n;
+  p = JF_LIT(p, "\",\"func\":");
+  p = func ? jf_str(p, func, STR_MAX) : sid(p, func_id);
+  p = comm_fields(p, r, c, pxn);
   p = JF_LIT(p, ",\"start\":");
   p = ts_obj(p, r->start_ns, r->pid, r->start_tid);
   p = JF_LIT(p, ",\"stop\":");
@@ -329,11 +335,56 @@ static size_t state_line(const cp_rec *r, char *buf) {
   return (size_t)(p - buf);
 }
 
+/* A timed kernel launch (launch_timer.h): its GPU time by CUDA events on
+ * the launch stream, and the one Coll/P2p it ran (type, func, eventAddr,
+ * path, bytes; null / absent when it ran none or several). */
+static size_t launch_line(const cp_rec *r, char *buf) {
+  const cp_comm *c = cp_registry_get(r->comm);
+  char *p = JF_LIT(buf, "{\"recordType\":\"gpuLaunch\",\"type\":");
+  if (r->type) {
+    const char *tn = cp_type_name(r->type);
+    size_t n = strlen(tn);
+    *p++ = '"';
+    memcpy(p, tn, n);
+    p += n;
+    *p++ = '"';
+  } else {
+    p = JF_LIT(p, "null");
+  }
+  p = JF_LIT(p, ",\"func\":");
+  p = sid(p, r->func);
+  p = comm_fields(p, r, c, 0);
+  p = JF_LIT(p, ",\"launchAddr\":");
+  p = jf_ptr(p, r->parent_obj);
+  p = JF_LIT(p, ",\"eventAddr\":");
+  p = jf_ptr(p, r->event_addr);
+  if (r->type) {
+    p = JF_LIT(p, ",\"path\":");
+    p = jf_u64(p, r->path);
+  }
+  p = JF_LIT(p, ",\"ts\":");
+  p = us3(p, r->start_ns);
+  p = pid_tid(p, r->pid, r->start_tid);
+  p = JF_LIT(p, ",\"bytes\":");
+  p = jf_u64(p, r->d.launch.bytes);
+  p = JF_LIT(p, ",\"ops\":");
+  p = jf_u64(p, r->d.launch.nops);
+  p = JF_LIT(p, ",\"gpuDuration\":");
+  p = jf_us3(p, r->d.launch.gpu_ns);
+  p = JF_LIT(p, ",\"first\":");
+  p = jf_bool(p, r->d.launch.first);
+  p = JF_LIT(p, ",\"split\":");
+  p = jf_bool(p, r->d.launch.multi);
+  p = JF_LIT(p, "}\n");
+  return (size_t)(p - buf);
+}
+
 size_t cp_trace_json(const cp_rec *r, char *buf) {
   switch (r->kind) {
   case CP_REC_EVENT: return event_line(r, buf);
   case CP_REC_STATE: return state_line(r, buf);
   case CP_REC_LIFECYCLE: return lifecycle_line(r, buf);
+  case CP_REC_LAUNCH: return launch_line(r, buf);
   default: {
     /* Should not happen; keep the line valid and visible. */
     char *p = JF_LIT(buf, "{\"recordType\":\"unknown\",\"kind\":");

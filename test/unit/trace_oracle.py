@@ -36,7 +36,8 @@ META_KEYS = ["recordType", "tool", "version", "pid", "host", "wallTime", "wallNs
 RANK_KEYS = ["recordType", "rank", "worldSize", "pid", "host", "startWall", "startTs", "endTs",
              "eventMask", "gpuSample", "traceOn", "ncclVersion", "periods", "maskFrozen", "eventsRecorded",
              "eventsPxn", "unterminated", "blacklistEvictions", "unknownParent", "traceDropped",
-             "badCalls", "gpuSampledCalls", "gpuSamplesDropped", "gpuSamplesDeferred", "gpuSampleGateResets", "memoryBytes",
+             "badCalls", "gpuSampledCalls", "gpuSamplesDropped", "gpuSamplesDeferred", "gpuSampleGateResets",
+             "gpuLaunchesTimed", "gpuLaunchesUnattributed", "gpuLaunchesSkipped", "gpuLaunchesUnread", "memoryBytes",
              "perEventCostNs", "command", "comms"]
 PATH_KEYS = ["recordType", "id", "local", "hash", "path", "leafType", "leafFunc", "calls",
              "total_ns", "self_ns", "min_ns", "max_ns", "bytes", "states", "gpu_ns",

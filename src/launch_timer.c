@@ -1,0 +1,316 @@
+/*
+ * launch_timer.c — CUDA events around sampled kernel launches
+ * (launch_timer.h says what and why).
+ *
+ * A process-wide array of CP_LT_SLOTS slots, each with two events made
+ * once (remade when a slot moves to another CUDA context).  A slot goes
+ * FREE -> ARMED (its thread records the events and claims the launch's
+ * Coll/P2p; nobody else touches it) -> PENDING (closed at the thread's next
+ * GroupApi start) -> READING (whoever reads it: its thread at a later
+ * sampled launch, or finalize) -> FREE.  The transitions are atomic
+ * compare-and-swaps, so finalize may read any thread's slots.
+ *
+ * What a read gives goes into the reading thread's profile block (tls.h:
+ * per-thread numbers are summed at snapshot, so the block need not be the
+ * recording thread's) and, with the trace on, into a "gpuLaunch" record.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#pragma GCC visibility push(hidden)
+#include "launch_timer.h"
+#include "clock.h"
+#include "config.h"
+#include "hot.h"
+#include "nccl_profiler_abi.h"
+#include "paths.h"
+#include "profile.h"
+#include "trace.h"
+
+typedef int CUresult;
+typedef void *CUcontext, *CUevent, *CUstream;
+enum { CUDA_SUCCESS = 0, CUDA_ERROR_NOT_READY = 600 };
+
+static struct {
+  CUresult (*ctx_current)(CUcontext *);
+  CUresult (*ctx_push)(CUcontext);
+  CUresult (*ctx_pop)(CUcontext *);
+  CUresult (*ev_create)(CUevent *, unsigned);
+  CUresult (*ev_destroy)(CUevent);
+  CUresult (*ev_record)(CUevent, CUstream);
+  CUresult (*ev_query)(CUevent);
+  CUresult (*ev_elapsed)(float *, CUevent, CUevent);
+  CUresult (*capturing)(CUstream, int *);
+  int ok;
+} cu;
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+
+static void cu_load(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return;
+#define SYM(f, a, b)                          \
+  do {                                        \
+    *(void **)&cu.f = dlsym(h, a);            \
+    if (!cu.f) *(void **)&cu.f = dlsym(h, b); \
+  } while (0)
+  SYM(ctx_current, "cuCtxGetCurrent", "cuCtxGetCurrent");
+  SYM(ctx_push, "cuCtxPushCurrent_v2", "cuCtxPushCurrent");
+  SYM(ctx_pop, "cuCtxPopCurrent_v2", "cuCtxPopCurrent");
+  SYM(ev_create, "cuEventCreate", "cuEventCreate");
+  SYM(ev_destroy, "cuEventDestroy_v2", "cuEventDestroy");
+  SYM(ev_record, "cuEventRecord", "cuEventRecord");
+  SYM(ev_query, "cuEventQuery", "cuEventQuery");
+  SYM(ev_elapsed, "cuEventElapsedTime", "cuEventElapsedTime_v2");
+  SYM(capturing, "cuStreamIsCapturing", "cuStreamIsCapturing");
+#undef SYM
+  cu.ok = cu.ctx_current && cu.ctx_push && cu.ctx_pop && cu.ev_create && cu.ev_destroy && cu.ev_record &&
+          cu.ev_query && cu.ev_elapsed && cu.capturing;
+}
+
+enum { LT_FREE = 0, LT_ARMED = 1, LT_PENDING = 2, LT_READING = 3 };
+
+typedef struct lt_slot {
+  _Atomic int state;
+  int err;                 /* an event record failed */
+  int stopped;             /* the stop event was recorded */
+  CUcontext ctx;           /* the events' context */
+  CUevent ev0, ev1;
+  CUstream stream;
+  uint64_t launch_handle, handle, bytes, start_ns;
+  uint32_t path, type, comm_index, nops;
+  int32_t rank, tid;
+  uint8_t first, multi;
+} lt_slot;
+
+static lt_slot g_slot[CP_LT_SLOTS];
+static _Atomic uint32_t g_hint;
+static _Atomic uint64_t g_timed, g_unattr, g_skipped, g_unread;
+static _Atomic int g_child;
+int cp_lt_every;
+
+static void after_fork_child(void) {
+  /* The parent's CUDA state is not the child's. */
+  atomic_store(&g_child, 1);
+  __atomic_store_n(&cp_lt_every, 0, __ATOMIC_RELAXED);
+}
+
+void cp_lt_setup(void) {
+  static atomic_int done;
+  if (atomic_exchange(&done, 1)) return;
+  pthread_atfork(NULL, NULL, after_fork_child);
+  if (!atomic_load(&g_child))
+    __atomic_store_n(&cp_lt_every, cp_config_get()->launch_sample, __ATOMIC_RELAXED);
+}
+
+int cp_lt_available(void) { return cu.ok; }
+
+void cp_lt_get_counts(cp_lt_counts *o) {
+  o->timed = atomic_load(&g_timed);
+  o->unattributed = atomic_load(&g_unattr);
+  o->skipped = atomic_load(&g_skipped);
+  o->unread = atomic_load(&g_unread);
+}
+
+/* Run f with ctx current on this thread (pushed only when it is not). */
+static int with_ctx_begin(CUcontext ctx) {
+  CUcontext cur = NULL;
+  if (cu.ctx_current(&cur) == CUDA_SUCCESS && cur == ctx) return 0;
+  return cu.ctx_push(ctx) == CUDA_SUCCESS ? 1 : -1;
+}
+static void with_ctx_end(int pushed) {
+  CUcontext dummy;
+  if (pushed == 1) cu.ctx_pop(&dummy);
+}
+
+/* The slot's events in ctx (made, or remade for another context). */
+static int slot_events(lt_slot *s, CUcontext ctx) {
+  if (s->ev0 && s->ctx == ctx) return 0;
+  if (s->ev0) {
+    int p = with_ctx_begin(s->ctx);
+    if (p >= 0) {
+      cu.ev_destroy(s->ev0);
+      cu.ev_destroy(s->ev1);
+      with_ctx_end(p);
+    }
+    s->ev0 = s->ev1 = NULL;
+  }
+  CUevent a = NULL, b = NULL;
+  if (cu.ev_create(&a, 0) != CUDA_SUCCESS) return -1;   /* CU_EVENT_DEFAULT: timing on */
+  if (cu.ev_create(&b, 0) != CUDA_SUCCESS) {
+    cu.ev_destroy(a);
+    return -1;
+  }
+  s->ev0 = a;
+  s->ev1 = b;
+  s->ctx = ctx;
+  return 0;
+}
+
+/* Read one PENDING slot into t's profile; 1 if it is done with (read or
+ * given up), 0 if the GPU is not there yet. */
+static int read_slot(cp_thr *t, lt_slot *s, int give_up) {
+  int pushed = with_ctx_begin(s->ctx);
+  CUresult q = pushed < 0 || s->err || !s->stopped ? (CUresult)-1 : cu.ev_query(s->ev1);
+  float ms = 0;
+  if (q == CUDA_SUCCESS && cu.ev_elapsed(&ms, s->ev0, s->ev1) != CUDA_SUCCESS) q = (CUresult)-1;
+  with_ctx_end(pushed);
+  if (q == CUDA_ERROR_NOT_READY && !give_up) return 0;
+  if (q != CUDA_SUCCESS) {
+    atomic_fetch_add(&g_unread, 1);
+    return 1;
+  }
+  const uint64_t ns = ms > 0 ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;
+  atomic_fetch_add(&g_timed, 1);
+  const int attributed = s->nops == 1 && !s->multi;
+  if (!attributed) atomic_fetch_add(&g_unattr, 1);
+  else if (!s->first) cp_profile_launch_t(t, s->path, ns);
+  if (atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed)) {
+    cp_rec r;
+    memset(&r, 0, sizeof r);
+    r.kind = CP_REC_LAUNCH;
+    r.type = attributed ? s->type : 0;
+    r.path = attributed ? s->path : 0;
+    r.rank = s->rank;
+    r.comm = s->comm_index;
+    r.pid = atomic_load_explicit(&cp_hot.pid, memory_order_relaxed);
+    r.start_tid = s->tid;
+    r.stop_tid = t->tid;
+    r.func = attributed ? cp_path_func(s->path) : 0;
+    r.start_ns = s->start_ns;
+    r.stop_ns = cp_clock_now();
+    r.parent_obj = s->launch_handle;
+    r.event_addr = attributed ? s->handle : 0;
+    r.d.launch.gpu_ns = ns;
+    r.d.launch.bytes = attributed ? s->bytes : 0;
+    r.d.launch.nops = s->nops;
+    r.d.launch.first = s->first;
+    r.d.launch.multi = s->multi;
+    cp_trace_put(&r);
+  }
+  return 1;
+}
+
+/* Read the PENDING slots (tid: only that thread's; 0: all). */
+static void read_pending(cp_thr *t, int tid, int give_up) {
+  for (int i = 0; i < CP_LT_SLOTS; i++) {
+    lt_slot *s = &g_slot[i];
+    if (atomic_load_explicit(&s->state, memory_order_relaxed) != LT_PENDING) continue;
+    if (tid && s->tid != tid) continue;
+    int e = LT_PENDING;
+    if (!atomic_compare_exchange_strong_explicit(&s->state, &e, LT_READING, memory_order_acquire,
+                                                 memory_order_relaxed))
+      continue;
+    atomic_store_explicit(&s->state, read_slot(t, s, give_up) ? LT_FREE : LT_PENDING, memory_order_release);
+  }
+}
+
+void cp_lt_launch_start_slow(cp_thr *t, void *stream, uint64_t launch_handle, uint32_t comm_index,
+                             int32_t rank) {
+  if (atomic_load(&g_child)) return;
+  pthread_once(&cu_once, cu_load);
+  if (!cu.ok) return;
+  read_pending(t, t->tid, 0);
+  int status = 0;
+  CUcontext ctx = NULL;
+  if (cu.capturing(stream, &status) != CUDA_SUCCESS || status != 0 ||
+      cu.ctx_current(&ctx) != CUDA_SUCCESS || !ctx) {
+    atomic_fetch_add(&g_skipped, 1);
+    return;
+  }
+  const uint32_t h0 = atomic_fetch_add_explicit(&g_hint, 1, memory_order_relaxed);
+  lt_slot *s = NULL;
+  uint32_t idx = 0;
+  for (uint32_t k = 0; k < CP_LT_SLOTS; k++) {
+    idx = (h0 + k) % CP_LT_SLOTS;
+    int e = LT_FREE;
+    if (atomic_compare_exchange_strong_explicit(&g_slot[idx].state, &e, LT_ARMED, memory_order_acquire,
+                                                memory_order_relaxed)) {
+      s = &g_slot[idx];
+      break;
+    }
+  }
+  if (!s) {
+    atomic_fetch_add(&g_skipped, 1);
+    return;
+  }
+  if (slot_events(s, ctx) != 0 || cu.ev_record(s->ev0, stream) != CUDA_SUCCESS) {
+    atomic_fetch_add(&g_skipped, 1);
+    atomic_store_explicit(&s->state, LT_FREE, memory_order_release);
+    return;
+  }
+  s->err = s->stopped = 0;
+  s->stream = stream;
+  s->launch_handle = launch_handle;
+  s->handle = s->bytes = 0;
+  s->start_ns = cp_clock_now();
+  s->path = s->type = 0;
+  s->comm_index = comm_index;
+  s->rank = rank;
+  s->tid = t->tid;
+  s->nops = 0;
+  s->first = t->lt_count == 1;
+  s->multi = 0;
+  t->lt_cur = idx + 1;
+}
+
+/* The thread's open slot, NULL when finalize took it meanwhile. */
+static lt_slot *my_slot(cp_thr *t) {
+  lt_slot *s = &g_slot[t->lt_cur - 1];
+  if (atomic_load_explicit(&s->state, memory_order_relaxed) == LT_ARMED && s->tid == t->tid) return s;
+  t->lt_cur = 0;
+  return NULL;
+}
+
+void cp_lt_launch_stop_slow(cp_thr *t) {
+  lt_slot *s = my_slot(t);
+  if (!s || s->err || s->stopped) return;
+  if (cu.ev_record(s->ev1, s->stream) != CUDA_SUCCESS) s->err = 1;
+  else s->stopped = 1;
+}
+
+void cp_lt_claim_slow(cp_thr *t, uint32_t path, uint32_t type, uint64_t bytes, uint64_t handle) {
+  lt_slot *s = my_slot(t);
+  if (s && s->nops++ == 0) {
+    s->path = path;
+    s->type = type;
+    s->bytes = bytes;
+    s->handle = handle;
+  }
+}
+
+void cp_lt_close_slow(cp_thr *t) {
+  lt_slot *s = my_slot(t);
+  t->lt_cur = 0;
+  int e = LT_ARMED;
+  if (s) atomic_compare_exchange_strong_explicit(&s->state, &e, LT_PENDING, memory_order_release,
+                                                 memory_order_relaxed);
+}
+
+void cp_lt_second_launch_slow(cp_thr *t) {
+  lt_slot *s = my_slot(t);
+  if (s) s->multi = 1;
+  cp_lt_close_slow(t);
+}
+
+void cp_lt_finish(int wait_ms) {
+  if (atomic_load(&g_child) || !cu.ok) return;
+  cp_thr *t = cp_thr_get();
+  if (!t) return;
+  if (t->lt_cur) cp_lt_close_slow(t);
+  /* Other threads' open launches: their groups are over by now. */
+  for (int i = 0; i < CP_LT_SLOTS; i++) {
+    int e = LT_ARMED;
+    atomic_compare_exchange_strong(&g_slot[i].state, &e, LT_PENDING);
+  }
+  for (int ms = 0;; ms++) {
+    read_pending(t, 0, ms >= wait_ms);
+    int left = 0;
+    for (int i = 0; i < CP_LT_SLOTS; i++)
+      left += atomic_load_explicit(&g_slot[i].state, memory_order_relaxed) == LT_PENDING;
+    if (!left || ms >= wait_ms) break;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+}

@@ -1,0 +1,103 @@
+/*
+ * launch_timer.h — GPU time of sampled kernel launches, measured as an
+ * application measures it: a CUDA event recorded on the launch stream at
+ * the KernelLaunch start and another at its stop.
+ *
+ * Why: KernelCh spans (the only GPU time NCCL hands a plugin) start at the
+ * first channel's timestamp, after the kernel's launch, argument load and
+ * set-up.  At 1-2 MiB that part is 3.5-8 us of a 20-40 us call on H200, so
+ * a KernelCh-based GPU time is 20-40% below what the application's own
+ * CUDA events show (README, "GPU time lower than CUDA-event time").  Two
+ * events around the launch on the same stream see what the application
+ * sees: the second completes when the kernel has ended, the first when the
+ * stream reached the launch (the previous work on it ended, or at once when
+ * the stream was idle).
+ *
+ * Which launches: one API call in N per thread (COLLPROF_LAUNCH_SAMPLE,
+ * default 16; 0 = never, 1 = every call), independent of KernelCh
+ * sampling, plus the thread's first launch (marked "first": it carries
+ * connection set-up, and is kept out of the per-path mean).  Plain
+ * systematic sampling, so the per-path mean times the calls estimates the
+ * path's total without the size bias of KernelCh samples (gpu_estimate.h).
+ *
+ * Attribution: NCCL starts KernelLaunch (parent GroupApi) on the calling
+ * thread before the group's Coll/P2p events; the Coll/P2p that start on
+ * that thread before its next GroupApi start are the launch's work.  With
+ * exactly one, the time is that path's; with none or several (an
+ * all-to-all, grouped collectives) it is counted as not attributed.
+ *
+ * Costs: nothing on a call that is not sampled beyond a counter; on a
+ * sampled one cuStreamIsCapturing, cuCtxGetCurrent and two cuEventRecord
+ * (no system call); results are read with cuEventQuery at the thread's
+ * next sampled launch, never waited for, and at finalize with a bounded
+ * wait (200 ms).  A launch on a stream being captured into a CUDA graph is
+ * never timed (an event record would become a node of the user's graph).
+ * At most CP_LT_SLOTS launches are in flight per process; beyond that a
+ * sample is skipped and counted.  The CUDA driver is found with dlopen at
+ * the first sampled launch; without it nothing is timed and nothing is
+ * said (CPU machines, the replay tool).
+ */
+#ifndef COLLPROF_LAUNCH_TIMER_H
+#define COLLPROF_LAUNCH_TIMER_H
+#include <stdint.h>
+#include "tls.h"
+
+#define CP_LT_SLOTS 64
+
+/* COLLPROF_LAUNCH_SAMPLE, set by cp_lt_setup (0 until then: off). */
+extern int cp_lt_every;
+
+/* Read the configuration (plugin init; idempotent). */
+void cp_lt_setup(void);
+
+void cp_lt_launch_start_slow(cp_thr *t, void *stream, uint64_t launch_handle, uint32_t comm_index,
+                             int32_t rank);
+void cp_lt_launch_stop_slow(cp_thr *t);
+void cp_lt_claim_slow(cp_thr *t, uint32_t path, uint32_t type, uint64_t bytes, uint64_t handle);
+void cp_lt_close_slow(cp_thr *t);
+/* A launch while a timed one of the same group is open: the group's work
+ * is spread over launches, so the timed one is not attributed. */
+void cp_lt_second_launch_slow(cp_thr *t);
+
+/* KernelLaunch start on the calling thread: time it when it is this
+ * thread's first or its turn (one in cp_lt_every). */
+static inline void cp_lt_launch_start(cp_thr *t, void *stream, uint64_t launch_handle, uint32_t comm_index,
+                                      int32_t rank) {
+  const int n = cp_lt_every;
+  if (!n) return;
+  const uint32_t c = t->lt_count++;
+  if (__builtin_expect(t->lt_cur != 0, 0)) cp_lt_second_launch_slow(t);
+  if (c % (uint32_t)n) return;   /* call 0 (the first) and every n-th are timed */
+  cp_lt_launch_start_slow(t, stream, launch_handle, comm_index, rank);
+}
+/* KernelLaunch stop on the thread that started it. */
+static inline void cp_lt_launch_stop(cp_thr *t) {
+  if (__builtin_expect(t->lt_cur != 0, 0)) cp_lt_launch_stop_slow(t);
+}
+/* A Coll/P2p start on the calling thread (a timed launch's work). */
+static inline void cp_lt_claim(cp_thr *t, uint32_t path, uint32_t type, uint64_t bytes, uint64_t handle) {
+  if (__builtin_expect(t->lt_cur != 0, 0)) cp_lt_claim_slow(t, path, type, bytes, handle);
+}
+/* A GroupApi start: the previous group's launch takes no more work. */
+static inline void cp_lt_group_start(cp_thr *t) {
+  if (__builtin_expect(t->lt_cur != 0, 0)) cp_lt_close_slow(t);
+}
+
+/* Read every launch still in flight, waiting at most wait_ms for the GPU
+ * (finalize, exit; never from a signal handler or a callback). */
+void cp_lt_finish(int wait_ms);
+#define CP_LT_FINISH_MS 200
+
+/* Counters for the rank record (process-wide). */
+typedef struct cp_lt_counts {
+  uint64_t timed;         /* launches whose time was read */
+  uint64_t unattributed;  /* of those: none or several Coll/P2p in the launch */
+  uint64_t skipped;       /* wanted, not timed: stream capturing, all slots in
+                             flight, no context, a CUDA error */
+  uint64_t unread;        /* recorded, never read (GPU not done by finalize) */
+} cp_lt_counts;
+void cp_lt_get_counts(cp_lt_counts *out);
+/* 1 when the CUDA driver was found (after a sampled launch). */
+int cp_lt_available(void);
+
+#endif

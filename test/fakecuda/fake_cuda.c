@@ -1,0 +1,103 @@
+/*
+ * fake_cuda.c — a stand-in libcuda.so.1 for CPU tests of the launch timer
+ * (src/launch_timer.h): the driver calls it makes, with a clock the test
+ * knows.
+ *
+ * Each cuEventRecord on a stream advances that stream's clock by
+ * FAKECUDA_STEP_NS (default 1000) and stamps the event with it, so two
+ * events around one launch are exactly one step apart and anything else
+ * (the wrong event, a stale one, another stream's) is not.  An event is
+ * ready FAKECUDA_READY_MS after it was recorded (default 0), by the host
+ * clock, so tests can keep launches in flight.  cuStreamIsCapturing says
+ * "active" for the stream FAKECUDA_CAPTURE_STREAM (hex, as in the
+ * captures).  FAKECUDA_FAIL_RECORD=N makes every N-th cuEventRecord fail.
+ * Counts of calls go to stderr at exit when FAKECUDA_VERBOSE is set.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef int CUresult;
+enum { OK = 0, INVALID_VALUE = 1, INVALID_HANDLE = 400, NOT_READY = 600 };
+
+typedef struct fevent { int recorded; uint64_t t, ready_at; } fevent;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct { uintptr_t stream; uint64_t clock; } streams[64];
+static unsigned long records, creates;
+
+static uint64_t env_u64(const char *n, uint64_t d, int base) {
+  const char *v = getenv(n);
+  return v && *v ? strtoull(v, NULL, base) : d;
+}
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+CUresult cuInit(unsigned flags) { (void)flags; return OK; }
+CUresult cuCtxGetCurrent(void **ctx) { *ctx = (void *)0xC0; return OK; }
+CUresult cuCtxPushCurrent_v2(void *ctx) { (void)ctx; return OK; }
+CUresult cuCtxPopCurrent_v2(void **ctx) { *ctx = (void *)0xC0; return OK; }
+
+CUresult cuStreamIsCapturing(void *stream, int *status) {
+  uintptr_t cap = (uintptr_t)env_u64("FAKECUDA_CAPTURE_STREAM", 0, 16);
+  *status = cap && (uintptr_t)stream == cap;
+  return OK;
+}
+
+CUresult cuEventCreate(void **ev, unsigned flags) {
+  (void)flags;
+  fevent *e = calloc(1, sizeof *e);
+  if (!e) return INVALID_VALUE;
+  pthread_mutex_lock(&mu);
+  creates++;
+  pthread_mutex_unlock(&mu);
+  *ev = e;
+  return OK;
+}
+CUresult cuEventDestroy_v2(void *ev) { free(ev); return OK; }
+
+CUresult cuEventRecord(void *ev, void *stream) {
+  fevent *e = ev;
+  if (!e) return INVALID_HANDLE;
+  uint64_t fail = env_u64("FAKECUDA_FAIL_RECORD", 0, 10);
+  pthread_mutex_lock(&mu);
+  records++;
+  if (fail && records % fail == 0) {
+    pthread_mutex_unlock(&mu);
+    return INVALID_VALUE;
+  }
+  unsigned i = 0;
+  while (i < 64 && streams[i].stream && streams[i].stream != (uintptr_t)stream) i++;
+  if (i == 64) i = 63;
+  streams[i].stream = (uintptr_t)stream;
+  streams[i].clock += env_u64("FAKECUDA_STEP_NS", 1000, 10);
+  e->t = streams[i].clock;
+  pthread_mutex_unlock(&mu);
+  e->ready_at = now_ns() + env_u64("FAKECUDA_READY_MS", 0, 10) * 1000000u;
+  e->recorded = 1;
+  return OK;
+}
+
+CUresult cuEventQuery(void *ev) {
+  fevent *e = ev;
+  if (!e) return INVALID_HANDLE;
+  return !e->recorded || now_ns() >= e->ready_at ? OK : NOT_READY;
+}
+
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
+  fevent *x = a, *y = b;
+  if (!x || !y || !x->recorded || !y->recorded) return INVALID_HANDLE;
+  if (now_ns() < x->ready_at || now_ns() < y->ready_at) return NOT_READY;
+  *ms = (float)((double)((int64_t)(y->t - x->t)) / 1e6);
+  return OK;
+}
+
+__attribute__((destructor)) static void report(void) {
+  if (getenv("FAKECUDA_VERBOSE"))
+    fprintf(stderr, "fakecuda: %lu event records, %lu events created\n", records, creates);
+}

@@ -1,0 +1,152 @@
+#!/bin/bash
+# launch_timer.t — CUDA events around sampled kernel launches
+# (src/launch_timer.h), on CPU: captures replayed through libcollprof.so
+# with a stand-in libcuda.so.1 (test/fakecuda/fake_cuda.c, whose stream
+# clocks advance one step per event record).  Checked against
+# launch_timer_oracle.py, which applies the rule to the capture: launches
+# timed and not attributed (rank record), periodic launches per Coll/P2p
+# op (path records gpu_launch_samples), every time exactly one step
+# (gpu_launch_ns, gpuLaunch trace records); then a stream being captured
+# (nothing timed), launches that never complete (64 slots, the rest
+# skipped, finalize gives up after its wait), failing event records, no
+# CUDA driver at all, and the collated summary.
+. "$(dirname "$0")/tap.sh"
+REPLAY=$BIN/collprof-replay
+PLUGIN=$LIB/libcollprof.so
+FAKE=$LIB/fakecuda
+[ -x "$REPLAY" ] && [ -e "$PLUGIN" ] || skip_all "collprof-replay or libcollprof.so not built"
+[ -e "$FAKE/libcuda.so.1" ] || skip_all "fake libcuda.so.1 not built"
+command -v python3 >/dev/null || skip_all "no python3"
+STEP=1500
+
+# replay CAPTURE OUTDIR [VAR=VALUE...]: the capture through the plugin with
+# the fake driver
+replay() {
+  local cap=$1 out=$2
+  shift 2
+  env -u NCCL_PROFILE_EVENT_MASK LD_LIBRARY_PATH="$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    FAKECUDA_STEP_NS=$STEP COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 "$@" \
+    "$REPLAY" --no-mpi --plugin "$PLUGIN" "$cap" >"$T/log" 2>&1
+}
+
+# view OUTDIR: what the rank file says, in the oracle's terms, plus the
+# consistency of times and trace records ("times":"ok" or what is wrong)
+view() {
+  python3 - "$1" "$STEP" <<'PY'
+import glob, json, os, sys
+step = int(sys.argv[2])
+out, ops, bad, nrec = {}, {}, [], 0
+short = {"ncclProfileColl": "Coll", "ncclProfileP2p": "P2p"}
+for f in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
+    paths = {}
+    for line in open(f):
+        r = json.loads(line)
+        t = r.get("recordType")
+        if t == "rank":
+            out = {"timed": r["gpuLaunchesTimed"], "unattributed": r["gpuLaunchesUnattributed"],
+                   "skipped": r["gpuLaunchesSkipped"], "unread": r["gpuLaunchesUnread"]}
+        elif t == "path":
+            paths[r["local"]] = r
+        elif t == "gpuLaunch":
+            nrec += 1
+            if abs(r["gpuDuration"] * 1000 - step) > 1:
+                bad.append("gpuDuration %s" % r["gpuDuration"])
+            if (r["ops"] == 1 and not r["split"]) != (r["eventAddr"] is not None):
+                bad.append("eventAddr %s with ops %s" % (r["eventAddr"], r["ops"]))
+    for p in paths.values():
+        s = p.get("gpu_launch_samples", 0)
+        if s:
+            k = "%s:%s" % (short.get(p["leafType"], p["leafType"]), p["leafFunc"])
+            ops[k] = ops.get(k, 0) + s
+            if p["gpu_launch_ns"] != s * step:
+                bad.append("%s: gpu_launch_ns %d for %d samples" % (k, p["gpu_launch_ns"], s))
+out["ops"] = dict(sorted(ops.items()))
+out["records"] = nrec
+out["times"] = "ok" if not bad else "; ".join(bad[:3])
+print(json.dumps(out, sort_keys=True))
+PY
+}
+
+want() {   # the oracle's answer with the fields view adds for a clean run
+  python3 - "$(python3 "$TOP/test/launch_timer_oracle.py" "$@")" <<'PY'
+import json, sys
+w = json.loads(sys.argv[1])
+w.update({"skipped": 0, "unread": 0, "records": w["timed"], "times": "ok"})
+print(json.dumps(w, sort_keys=True))
+PY
+}
+
+for sc in ar_nvlink sendrecv ar_grouped ar4_threads; do
+  cap=$FIX/$sc/p0.jsonl
+  [ -s "$cap" ] || { skip "$sc: no capture"; continue; }
+  for n in 1 4 16; do
+    replay "$cap" "$T/$sc.$n" COLLPROF_LAUNCH_SAMPLE=$n
+    is "$(view "$T/$sc.$n")" "$(want "$cap" "$n")" \
+      "$sc, COLLPROF_LAUNCH_SAMPLE=$n: launches timed, not attributed, per op; each one step; one trace record each"
+  done
+done
+
+cap=$FIX/ar_nvlink/p0.jsonl
+w4=$(python3 "$TOP/test/launch_timer_oracle.py" "$cap" 4)
+nt=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["timed"])' "$w4")
+
+replay "$cap" "$T/off" COLLPROF_LAUNCH_SAMPLE=0
+is "$(view "$T/off")" '{"ops": {}, "records": 0, "skipped": 0, "timed": 0, "times": "ok", "unattributed": 0, "unread": 0}' \
+  "COLLPROF_LAUNCH_SAMPLE=0: nothing timed"
+
+stream=$(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r.get("type") == 2048 and r.get("cb") == "start": print(r["stream"]); break' "$cap")
+replay "$cap" "$T/capt" COLLPROF_LAUNCH_SAMPLE=4 FAKECUDA_CAPTURE_STREAM="$stream"
+is "$(view "$T/capt")" "{\"ops\": {}, \"records\": 0, \"skipped\": $nt, \"timed\": 0, \"times\": \"ok\", \"unattributed\": 0, \"unread\": 0}" \
+  "launch stream being captured into a graph: never timed, each wanted launch counted skipped"
+
+never=$(python3 "$TOP/test/launch_timer_oracle.py" "$cap" 1 never)
+t0=$(date +%s%N)
+replay "$cap" "$T/never" COLLPROF_LAUNCH_SAMPLE=1 FAKECUDA_READY_MS=100000
+t1=$(date +%s%N)
+got=$(view "$T/never" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(json.dumps({"recorded": v["unread"], "skipped": v["skipped"]}))')
+is "$got" "$never" "events that never complete: 64 launches in flight (unread at finalize), the rest skipped"
+ms=$(( (t1 - t0) / 1000000 ))
+ok "finalize gave up on them within its bounded wait (replay took ${ms} ms)" test "$ms" -lt 5000
+
+# Every k-th event record fails.  A failed start record skips the launch
+# and the next record is a start again, so an odd k only ever hits starts
+# (skipped) and an even k only stops (recorded but unreadable).
+n1=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["timed"])' "$(python3 "$TOP/test/launch_timer_oracle.py" "$cap" 1)")
+summ='import json,sys; v=json.load(sys.stdin); print(v["timed"], v["skipped"], v["unread"], v["times"])'
+replay "$cap" "$T/fail2" COLLPROF_LAUNCH_SAMPLE=1 FAKECUDA_FAIL_RECORD=2
+is "$(view "$T/fail2" | python3 -c "$summ")" "0 0 $n1 ok" "every second event record fails (each stop): every launch unread, none timed"
+replay "$cap" "$T/fail" COLLPROF_LAUNCH_SAMPLE=1 FAKECUDA_FAIL_RECORD=3
+got=$(view "$T/fail" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["timed"] + v["skipped"], v["skipped"] > 0, v["unread"], v["times"])')
+is "$got" "$n1 True 0 ok" "every third event record fails (each a start): launches timed or skipped, the timed ones right"
+ok "failing event records: the replay ran to the end with no collprof warning" \
+  bash -c "! grep -q 'collprof:' '$T/log' && grep -q 'collprof-replay: callbacks' '$T/log'"
+
+env -u NCCL_PROFILE_EVENT_MASK COLLPROF_OUTPUT_DIR="$T/nocuda" COLLPROF_QUIET=1 COLLPROF_LAUNCH_SAMPLE=1 \
+  "$REPLAY" --no-mpi --plugin "$PLUGIN" "$cap" >"$T/log" 2>&1
+is "$(view "$T/nocuda")" '{"ops": {}, "records": 0, "skipped": 0, "timed": 0, "times": "ok", "unattributed": 0, "unread": 0}' \
+  "no CUDA driver: nothing timed, nothing counted"
+ok "no CUDA driver: no warning" bash -c "! grep -q 'collprof:' '$T/log'"
+
+# the collated summary (offline tool): counters and the per-path mean
+if [ -x "$BIN/collprof-collate" ]; then
+  "$BIN/collprof-collate" "$T/ar_nvlink.4" >/dev/null 2>&1
+  got=$(python3 - "$T/ar_nvlink.4/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+p = [p for p in s["paths"] if p.get("gpu_launch_samples")]
+print(s["gpu_launches_timed"], len(p), p[0]["gpu_launch_call_ns"] if p else None,
+      p[0]["gpu_launch_est_ns"] == p[0]["gpu_launch_call_ns"] * p[0]["calls"] if p else None)
+PY
+)
+  is "$got" "$nt 1 $STEP.0 True" "summary.json: launches timed, one path with launch samples, mean one step, estimate = mean x calls"
+  ok "summary.log: launch columns and the run line" \
+    bash -c "grep -q 'Kernel launches timed: *$nt ' '$T/ar_nvlink.4/summary.log' && grep -q 'Launches' '$T/ar_nvlink.4/summary.log'"
+else
+  skip "no collprof-collate"; skip "no collprof-collate"
+fi
+echo "1..$_tap_n"
+[ "$_tap_fail" -eq 0 ]
