@@ -181,7 +181,7 @@ static void load(cp_config *c) {
   get_num("COLLPROF_GPU_SAMPLE", 0, 0x7fffffff, &v);
   c->gpu_sample = (int)v;
 
-  v = 16;
+  v = 64;
   get_num("COLLPROF_LAUNCH_SAMPLE", 0, 0x7fffffff, &v);
   c->launch_sample = (int)v;
 

@@ -17,7 +17,7 @@ typedef struct cp_config {
                                default, 1 when the user's mask has KernelCh */
   int launch_sample;        /* COLLPROF_LAUNCH_SAMPLE: CUDA events around the kernel
                                launch of 1 API call in N per thread (0 never;
-                               default 16): launch_timer.h */
+                               default 64): launch_timer.h */
   char periods[128];        /* COLLPROF_PERIODS delay:duration[:repeat], "" none */
   int trace_on;             /* COLLPROF_TRACE (default 1) */
   int capture;              /* COLLPROF_CAPTURE (default 0): write fixtures */

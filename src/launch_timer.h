@@ -14,7 +14,7 @@
  * the stream was idle).
  *
  * Which launches: one API call in N per thread (COLLPROF_LAUNCH_SAMPLE,
- * default 16; 0 = never, 1 = every call), independent of KernelCh
+ * default 64; 0 = never, 1 = every call), independent of KernelCh
  * sampling, plus the thread's first launch (marked "first": it carries
  * connection set-up, and is kept out of the per-path mean).  Plain
  * systematic sampling, so the per-path mean times the calls estimates the
@@ -28,7 +28,15 @@
  *
  * Costs: nothing on a call that is not sampled beyond a counter; on a
  * sampled one cuStreamIsCapturing, cuCtxGetCurrent and two cuEventRecord
- * (no system call); results are read with cuEventQuery at the thread's
+ * (no system call).  On the GPU a timed launch costs 5-9 us (H200, 4
+ * ranks, all-reduce 16-64 MiB, where the loop is GPU-bound: +0.3-0.6 us
+ * per call at one in 16 against COLLPROF_LAUNCH_SAMPLE=0, measured with
+ * test/gpu/overhead.sh EXTRA=collprof-nolaunch), presumably because an
+ * event between two NCCL kernels keeps the second from starting before the
+ * first has ended; the timed call is that much slower itself (launch times
+ * 1.06-1.12 of the CUDA-event time at 1-4 MiB, 1.00-1.02 from 16 MiB).
+ * One in 16 cost about 1% of the sweep's mean bus bandwidth, hence one in
+ * 64 by default.  Results are read with cuEventQuery at the thread's
  * next sampled launch, never waited for, and at finalize with a bounded
  * wait (200 ms).  A launch on a stream being captured into a CUDA graph is
  * never timed (an event record would become a node of the user's graph).

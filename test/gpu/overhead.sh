@@ -39,6 +39,9 @@
 #   noop-clock-all    noop-all reading the clock at every start and stop
 #                     (NOOP_CLOCK=1): what timing every event costs by
 #                     itself, the floor of any profiler that times them
+#   collprof-nolaunch collprof defaults with COLLPROF_LAUNCH_SAMPLE=0: no
+#                     CUDA events around kernel launches (src/launch_timer.h),
+#                     so the report shows what timing one launch in 16 costs
 #   collprof-other    collprof defaults from another build, the one in
 #                     $COLLPROF_OTHER_BUILD (lib/): two builds side by side
 #                     in one run, as no two runs on a shared host compare
@@ -76,6 +79,7 @@ config_env() {
     noop-all) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095" ;;
     noop-clock-all) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095 -x NOOP_CLOCK=1" ;;
     noop-default) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4031" ;;
+    collprof-nolaunch) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=0" ;;
     collprof-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_TRACE=0" ;;
     collprof-all-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_TRACE=0" ;;
     collprof-other)
