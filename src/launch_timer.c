@@ -100,8 +100,9 @@ void cp_lt_setup(void) {
   static atomic_int done;
   if (atomic_exchange(&done, 1)) return;
   pthread_atfork(NULL, NULL, after_fork_child);
-  if (!atomic_load(&g_child))
-    __atomic_store_n(&cp_lt_every, cp_config_get()->launch_sample, __ATOMIC_RELAXED);
+  const int n = cp_config_get()->launch_sample;
+  if (n > 0) pthread_once(&cu_once, cu_load);   /* here, at init: no dlopen in a callback */
+  if (!atomic_load(&g_child)) __atomic_store_n(&cp_lt_every, n, __ATOMIC_RELAXED);
 }
 
 int cp_lt_available(void) { return cu.ok; }
