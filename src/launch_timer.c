@@ -105,8 +105,6 @@ void cp_lt_setup(void) {
   if (!atomic_load(&g_child)) __atomic_store_n(&cp_lt_every, n, __ATOMIC_RELAXED);
 }
 
-int cp_lt_available(void) { return cu.ok; }
-
 void cp_lt_get_counts(cp_lt_counts *o) {
   o->timed = atomic_load(&g_timed);
   o->unattributed = atomic_load(&g_unattr);
@@ -114,7 +112,8 @@ void cp_lt_get_counts(cp_lt_counts *o) {
   o->unread = atomic_load(&g_unread);
 }
 
-/* Run f with ctx current on this thread (pushed only when it is not). */
+/* Make ctx current on this thread for an event call, pushing it only when
+ * it is not: 0 already current, 1 pushed (pop with with_ctx_end), -1 failed. */
 static int with_ctx_begin(CUcontext ctx) {
   CUcontext cur = NULL;
   if (cu.ctx_current(&cur) == CUDA_SUCCESS && cur == ctx) return 0;
@@ -209,9 +208,7 @@ static void read_pending(cp_thr *t, int tid, int give_up) {
 
 void cp_lt_launch_start_slow(cp_thr *t, void *stream, uint64_t launch_handle, uint32_t comm_index,
                              int32_t rank) {
-  if (atomic_load(&g_child)) return;
-  pthread_once(&cu_once, cu_load);
-  if (!cu.ok) return;
+  if (atomic_load(&g_child) || !cu.ok) return;   /* cu: loaded by cp_lt_setup */
   read_pending(t, t->tid, 0);
   int status = 0;
   CUcontext ctx = NULL;

@@ -105,7 +105,5 @@ typedef struct cp_lt_counts {
   uint64_t unread;        /* recorded, never read (GPU not done by finalize) */
 } cp_lt_counts;
 void cp_lt_get_counts(cp_lt_counts *out);
-/* 1 when the CUDA driver was found (after a sampled launch). */
-int cp_lt_available(void);
 
 #endif
