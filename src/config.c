@@ -185,6 +185,10 @@ static void load(cp_config *c) {
   get_num("COLLPROF_LAUNCH_SAMPLE", 0, 0x7fffffff, &v);
   c->launch_sample = (int)v;
 
+  v = 5000;
+  get_num("COLLPROF_LAUNCH_INTERVAL_US", 0, 3600000000ull, &v);
+  c->launch_interval_us = (uint32_t)v;
+
   const char *p = getenv("COLLPROF_PERIODS");
   if (p && *p) {
     const char *why = NULL;

@@ -18,6 +18,9 @@ typedef struct cp_config {
   int launch_sample;        /* COLLPROF_LAUNCH_SAMPLE: CUDA events around the kernel
                                launch of 1 API call in N per thread (0 never;
                                default 64): launch_timer.h */
+  uint32_t launch_interval_us; /* COLLPROF_LAUNCH_INTERVAL_US: the least mean time
+                               between two timed launches of one thread
+                               (0: one in N only; default 5000) */
   char periods[128];        /* COLLPROF_PERIODS delay:duration[:repeat], "" none */
   int trace_on;             /* COLLPROF_TRACE (default 1) */
   int capture;              /* COLLPROF_CAPTURE (default 0): write fixtures */

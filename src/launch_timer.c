@@ -88,6 +88,7 @@ static lt_slot g_slot[CP_LT_SLOTS];
 static _Atomic uint32_t g_hint;
 static _Atomic uint64_t g_timed, g_unattr, g_skipped, g_unread;
 static _Atomic int g_child;
+static uint64_t g_interval_ns;   /* COLLPROF_LAUNCH_INTERVAL_US, in ns */
 int cp_lt_every;
 
 static void after_fork_child(void) {
@@ -100,9 +101,30 @@ void cp_lt_setup(void) {
   static atomic_int done;
   if (atomic_exchange(&done, 1)) return;
   pthread_atfork(NULL, NULL, after_fork_child);
-  const int n = cp_config_get()->launch_sample;
+  const cp_config *c = cp_config_get();
+  const int n = c->launch_sample;
+  g_interval_ns = (uint64_t)c->launch_interval_us * 1000u;
   if (n > 0) pthread_once(&cu_once, cu_load);   /* here, at init: no dlopen in a callback */
-  if (!atomic_load(&g_child)) __atomic_store_n(&cp_lt_every, n, __ATOMIC_RELAXED);
+  /* No driver: the callbacks need not count launches for nothing. */
+  if (!atomic_load(&g_child) && cu.ok) __atomic_store_n(&cp_lt_every, n, __ATOMIC_RELAXED);
+}
+
+/* After a timed (or wanted) launch at now: how many launches until the
+ * next (cp_lt_spacing).  Why a least interval: a timed launch costs about
+ * the same whatever the call's size (5-9 us of GPU time on H200, and a
+ * handful of driver calls on the host), so one in 64 bounds the cost at
+ * 64 MiB to a few in ten thousand but at 10 us calls only to 1-2%; 5 ms
+ * apart bounds it at about 0.3% at any pace.  The spacing stays a count,
+ * chosen from the previous spacing's pace, so which calls get timed does
+ * not depend on the gap before them: "the first launch once the interval
+ * has passed" would favour calls after idle time, whose timed span holds
+ * the host's launch latency. */
+static void schedule_next(cp_thr *t, uint64_t now) {
+  const uint64_t took = t->lt_last_ns && now > t->lt_last_ns ? now - t->lt_last_ns : 1;
+  const uint32_t step = cp_lt_spacing((uint32_t)cp_lt_every, g_interval_ns, t->lt_last_ns ? t->lt_step : 0, took);
+  t->lt_step = step;
+  t->lt_left = step - 1;
+  t->lt_last_ns = now;
 }
 
 void cp_lt_get_counts(cp_lt_counts *o) {
@@ -208,6 +230,9 @@ static void read_pending(cp_thr *t, int tid, int give_up) {
 
 void cp_lt_launch_start_slow(cp_thr *t, void *stream, uint64_t launch_handle, uint32_t comm_index,
                              int32_t rank) {
+  const uint64_t now = cp_clock_now();
+  const int first = t->lt_last_ns == 0;
+  schedule_next(t, now);
   if (atomic_load(&g_child) || !cu.ok) return;   /* cu: loaded by cp_lt_setup */
   read_pending(t, t->tid, 0);
   int status = 0;
@@ -217,7 +242,9 @@ void cp_lt_launch_start_slow(cp_thr *t, void *stream, uint64_t launch_handle, ui
     atomic_fetch_add(&g_skipped, 1);
     return;
   }
-  const uint32_t h0 = atomic_fetch_add_explicit(&g_hint, 1, memory_order_relaxed);
+  /* The thread's last slot first: it was read just above, and its events
+   * are made (cuEventCreate costs more than the rest of a timed launch). */
+  const uint32_t h0 = t->lt_prev ? t->lt_prev - 1 : atomic_fetch_add_explicit(&g_hint, 1, memory_order_relaxed);
   lt_slot *s = NULL;
   uint32_t idx = 0;
   for (uint32_t k = 0; k < CP_LT_SLOTS; k++) {
@@ -242,15 +269,15 @@ void cp_lt_launch_start_slow(cp_thr *t, void *stream, uint64_t launch_handle, ui
   s->stream = stream;
   s->launch_handle = launch_handle;
   s->handle = s->bytes = 0;
-  s->start_ns = cp_clock_now();
+  s->start_ns = now;
   s->path = s->type = 0;
   s->comm_index = comm_index;
   s->rank = rank;
   s->tid = t->tid;
   s->nops = 0;
-  s->first = t->lt_count == 1;
+  s->first = (uint8_t)first;
   s->multi = 0;
-  t->lt_cur = idx + 1;
+  t->lt_cur = t->lt_prev = idx + 1;
 }
 
 /* The thread's open slot, NULL when finalize took it meanwhile. */

@@ -16,9 +16,13 @@
  * Which launches: one API call in N per thread (COLLPROF_LAUNCH_SAMPLE,
  * default 64; 0 = never, 1 = every call), independent of KernelCh
  * sampling, plus the thread's first launch (marked "first": it carries
- * connection set-up, and is kept out of the per-path mean).  Plain
- * systematic sampling, so the per-path mean times the calls estimates the
- * path's total without the size bias of KernelCh samples (gpu_estimate.h).
+ * connection set-up, and is kept out of the per-path mean).  When calls
+ * come fast, further apart: no closer than COLLPROF_LAUNCH_INTERVAL_US
+ * (default 5 ms) on average, the count chosen from the pace of the
+ * previous spacing (cp_lt_spacing), since a timed launch costs the same
+ * whatever the call's size.  Systematic sampling by count, so the
+ * per-path mean times the calls estimates the path's total without the
+ * size bias of KernelCh samples (gpu_estimate.h).
  *
  * Attribution: NCCL starts KernelLaunch (parent GroupApi) on the calling
  * thread before the group's Coll/P2p events; the Coll/P2p that start on
@@ -36,14 +40,14 @@
  * first has ended; the timed call is that much slower itself (launch times
  * 1.06-1.12 of the CUDA-event time at 1-4 MiB, 1.00-1.02 from 16 MiB).
  * One in 16 cost about 1% of the sweep's mean bus bandwidth, hence one in
- * 64 by default.  Results are read with cuEventQuery at the thread's
+ * 64 by default, and the least interval for small calls.  Results are read with cuEventQuery at the thread's
  * next sampled launch, never waited for, and at finalize with a bounded
  * wait (200 ms).  A launch on a stream being captured into a CUDA graph is
  * never timed (an event record would become a node of the user's graph).
  * At most CP_LT_SLOTS launches are in flight per process; beyond that a
  * sample is skipped and counted.  The CUDA driver is found with dlopen at
- * the first sampled launch; without it nothing is timed and nothing is
- * said (CPU machines, the replay tool).
+ * plugin init; without it nothing is timed, nothing is counted and
+ * nothing is said (CPU machines, the replay tool).
  */
 #ifndef COLLPROF_LAUNCH_TIMER_H
 #define COLLPROF_LAUNCH_TIMER_H
@@ -52,8 +56,29 @@
 
 #define CP_LT_SLOTS 64
 
-/* COLLPROF_LAUNCH_SAMPLE, set by cp_lt_setup (0 until then: off). */
+/* COLLPROF_LAUNCH_SAMPLE, set by cp_lt_setup (0 until then, and where
+ * there is no CUDA driver: off). */
 extern int cp_lt_every;
+/* Most launches between two timed ones however fast they come. */
+#define CP_LT_MAX_STEP (1u << 20)
+
+/* Launches from one timed launch to the next: every (COLLPROF_LAUNCH_SAMPLE),
+ * and no fewer than fill interval_ns (COLLPROF_LAUNCH_INTERVAL_US, 0 =
+ * none) at the pace of the previous spacing: prev_step launches that took
+ * took_ns (prev_step 0: the thread's first, no pace known).  At a steady
+ * pace the timed launches settle interval_ns apart, or every-th apart when
+ * that is further; after an idle stretch the spacing falls back to every.
+ * Capped at CP_LT_MAX_STEP.  (launch_timer.c, schedule_next, says why.) */
+static inline uint32_t cp_lt_spacing(uint32_t every, uint64_t interval_ns, uint32_t prev_step, uint64_t took_ns) {
+  uint64_t step = every ? every : 1;
+  if (interval_ns && prev_step) {
+    if (!took_ns) took_ns = 1;
+    if (interval_ns > UINT64_MAX / prev_step) return CP_LT_MAX_STEP;
+    const uint64_t pace = (interval_ns * prev_step + took_ns - 1) / took_ns;
+    if (pace > step) step = pace;
+  }
+  return step > CP_LT_MAX_STEP ? CP_LT_MAX_STEP : (uint32_t)step;
+}
 
 /* Read the configuration (plugin init; idempotent). */
 void cp_lt_setup(void);
@@ -68,14 +93,16 @@ void cp_lt_close_slow(cp_thr *t);
 void cp_lt_second_launch_slow(cp_thr *t);
 
 /* KernelLaunch start on the calling thread: time it when it is this
- * thread's first or its turn (one in cp_lt_every). */
+ * thread's first or its turn (lt_left counts down to it; the slow path
+ * sets the next spacing, cp_lt_spacing). */
 static inline void cp_lt_launch_start(cp_thr *t, void *stream, uint64_t launch_handle, uint32_t comm_index,
                                       int32_t rank) {
-  const int n = cp_lt_every;
-  if (!n) return;
-  const uint32_t c = t->lt_count++;
+  if (!cp_lt_every) return;
   if (__builtin_expect(t->lt_cur != 0, 0)) cp_lt_second_launch_slow(t);
-  if (c % (uint32_t)n) return;   /* call 0 (the first) and every n-th are timed */
+  if (t->lt_left) {
+    t->lt_left--;
+    return;
+  }
   cp_lt_launch_start_slow(t, stream, launch_handle, comm_index, rank);
 }
 /* KernelLaunch stop on the thread that started it. */

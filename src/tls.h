@@ -61,7 +61,11 @@ typedef struct cp_thr {
    * over threads for the summary; per thread so that the hook of every API
    * call writes no shared cache line) */
   uint64_t api_calls, api_sampled;
-  uint32_t lt_count;            /* launch_timer.h: KernelLaunch starts on this thread */
+  /* launch_timer.h: KernelLaunch starts until the next timed one, the
+   * spacing chosen at the last timed one, and when that one started */
+  uint32_t lt_left, lt_step;
+  uint64_t lt_last_ns;
+  uint32_t lt_prev;             /* the slot this thread used last + 1 (its events stay made) */
   /* Coll/P2p GPU spans dropped by the slot-reuse check (plugin.c) */
   uint64_t gpu_dropped;
   /* kc_batch.h: this thread's KernelCh under one parent in another

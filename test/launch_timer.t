@@ -20,12 +20,13 @@ command -v python3 >/dev/null || skip_all "no python3"
 STEP=1500
 
 # replay CAPTURE OUTDIR [VAR=VALUE...]: the capture through the plugin with
-# the fake driver
+# the fake driver, as fast as it goes, so with no least interval between
+# timed launches (COLLPROF_LAUNCH_INTERVAL_US=0) unless one is given
 replay() {
   local cap=$1 out=$2
   shift 2
   env -u NCCL_PROFILE_EVENT_MASK LD_LIBRARY_PATH="$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    FAKECUDA_STEP_NS=$STEP COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 "$@" \
+    FAKECUDA_STEP_NS=$STEP COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 COLLPROF_LAUNCH_INTERVAL_US=0 "$@" \
     "$REPLAY" --no-mpi --plugin "$PLUGIN" "$cap" >"$T/log" 2>&1
 }
 
@@ -90,6 +91,12 @@ cap=$FIX/ar_nvlink/p0.jsonl
 w4=$(python3 "$TOP/test/launch_timer_oracle.py" "$cap" 4)
 nt=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["timed"])' "$w4")
 
+# The least interval: the first launch is timed, and the second (nothing
+# is known of the pace before it); then the replay's pace, far faster than
+# one launch in 10 s, spaces the next beyond the capture's 76 launches.
+replay "$cap" "$T/iv" COLLPROF_LAUNCH_SAMPLE=1 COLLPROF_LAUNCH_INTERVAL_US=10000000
+is "$(view "$T/iv" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["timed"], v["skipped"], v["times"])')" "2 0 ok" \
+  "COLLPROF_LAUNCH_INTERVAL_US=10000000 at replay speed: the first two of 76 launches timed, no more"
 replay "$cap" "$T/off" COLLPROF_LAUNCH_SAMPLE=0
 is "$(view "$T/off")" '{"ops": {}, "records": 0, "skipped": 0, "timed": 0, "times": "ok", "unattributed": 0, "unread": 0}' \
   "COLLPROF_LAUNCH_SAMPLE=0: nothing timed"

@@ -41,7 +41,14 @@
 #                     itself, the floor of any profiler that times them
 #   collprof-nolaunch collprof defaults with COLLPROF_LAUNCH_SAMPLE=0: no
 #                     CUDA events around kernel launches (src/launch_timer.h),
-#                     so the report shows what timing one launch in 16 costs
+#                     so the report shows what timing launches costs
+#   collprof-lt-count collprof defaults with COLLPROF_LAUNCH_INTERVAL_US=0:
+#                     one launch in 64 timed however fast calls come (the
+#                     default before the least interval between them)
+#   collprof-lt-first collprof defaults timing only each thread's first
+#                     launch: what the timer costs beyond its timed launches
+# CONFIGS="none collprof ..." replaces the four standard configurations
+# (then EXTRA adds to them); MAX (default 64M) is the sweep's largest size.
 #   collprof-other    collprof defaults from another build, the one in
 #                     $COLLPROF_OTHER_BUILD (lib/): two builds side by side
 #                     in one run, as no two runs on a shared host compare
@@ -51,6 +58,7 @@ B=${COLLPROF_BUILD:-$TOP/build}
 NP=${1:-2}
 REPS=${2:-3}
 ITERS=${ITERS:-200}
+MAX=${MAX:-64M}
 WARMUP=${WARMUP:-20}
 OPS=${OPS:-allreduce}
 ITER_ARGS=()
@@ -80,6 +88,8 @@ config_env() {
     noop-clock-all) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095 -x NOOP_CLOCK=1" ;;
     noop-default) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4031" ;;
     collprof-nolaunch) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=0" ;;
+    collprof-lt-first) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=1000000000" ;;
+    collprof-lt-count) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_INTERVAL_US=0" ;;
     collprof-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_TRACE=0" ;;
     collprof-all-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_TRACE=0" ;;
     collprof-other)
@@ -91,7 +101,7 @@ config_env() {
   esac
 }
 
-configs=(none collprof collprof-all noop-all)
+read -r -a configs <<<"${CONFIGS:-none collprof collprof-all noop-all}"
 for c in ${EXTRA:-}; do
   config_env "$c" >/dev/null || exit 2
   configs+=("$c")
@@ -107,7 +117,7 @@ for rep in $(seq 1 "$REPS"); do
     mkdir -p "$d/app"
     # shellcheck disable=SC2046
     $MPIRUN -np "$NP" -x NCCL_NVLS_ENABLE=0 $(config_env "$c") -x COLLPROF_OUTPUT_DIR="$d/prof" \
-      -x COLLPROF_QUIET=1 "$APP" --phases sweep --ops "$OPS" --iters "$ITERS" --warmup "$WARMUP" \
+      -x COLLPROF_QUIET=1 "$APP" --phases sweep --ops "$OPS" --max "$MAX" --iters "$ITERS" --warmup "$WARMUP" \
       ${ITER_ARGS[@]+"${ITER_ARGS[@]}"} --out "$d/app" >"$d/app.log" 2>&1 || echo "overhead.sh: $c.$rep exited $?"
     echo "# $c rep $rep: $(grep 'avg bus bandwidth' "$d/app.log" | tr '\n' ' ')"
   done
@@ -115,6 +125,7 @@ done
 python3 "$TOP/test/gpu/overhead_report.py" "$RUN_OUT" "$NP" "${configs[@]}"
 rc=$?
 for c in collprof collprof-all; do
+  [ -e "$RUN_OUT/$c.1/app/sweep.json" ] || continue
   echo "== sampled GPU time vs CUDA events: $c.1"
   python3 "$TOP/test/gpu/gpu_time.py" "$RUN_OUT/$c.1/app/sweep.json" "$RUN_OUT/$c.1/prof/rank0.jsonl" ||
     rc=$((rc + 1))

@@ -47,6 +47,7 @@ run() {
   timeout "${APP_TIMEOUT:-180}" $MPIRUN -np "$np" -x NCCL_NVLS_ENABLE=0 -x LD_PRELOAD="$MPILIB" \
     -x NCCL_PROFILER_PLUGIN="$PLUGIN" -x COLLPROF_OUTPUT_DIR="$d/prof" -x COLLPROF_QUIET=1 \
     ${COLLPROF_LAUNCH_SAMPLE:+-x COLLPROF_LAUNCH_SAMPLE=$COLLPROF_LAUNCH_SAMPLE} \
+    ${COLLPROF_LAUNCH_INTERVAL_US:+-x COLLPROF_LAUNCH_INTERVAL_US=$COLLPROF_LAUNCH_INTERVAL_US} \
     "$APP" --out "$d/app" "$@" ${APP_ARGS:-} >"$d/app.log" 2>&1
   local rc=$?
   grep -E '^collprof|avg bus' "$d/app.log" | sed 's/^/   /' | tail -n 20
@@ -63,8 +64,10 @@ for np in "${nps[@]}"; do
   # default 1 in 16; larger sizes fewer, one sample being in flight at a
   # time).  A loop of such calls is GPU-bound (collprof-gpu-app
   # --gpu-bound times them the same), so CUDA events time the GPU.
-  # COLLPROF_LAUNCH_SAMPLE=16 (default 64): 12-14 timed launches per size.
-  COLLPROF_LAUNCH_SAMPLE=16 run "gt$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20
+  # COLLPROF_LAUNCH_SAMPLE=16 (default 64) and no least interval (default
+  # 5 ms, which at 1 MiB would leave a size one sample): 12-14 timed
+  # launches per size.
+  COLLPROF_LAUNCH_SAMPLE=16 COLLPROF_LAUNCH_INTERVAL_US=0 run "gt$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20
   if [ -e "$RUN_OUT/gt$np/app/sweep.json" ]; then
     echo "== gt$np: sampled GPU time vs CUDA events (COLLPROF_GPU_SAMPLE default)"
     python3 "$TOP/test/gpu/gpu_time.py" "$RUN_OUT/gt$np/app/sweep.json" \
