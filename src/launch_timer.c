@@ -43,6 +43,7 @@ static struct {
   CUresult (*ev_query)(CUevent);
   CUresult (*ev_elapsed)(float *, CUevent, CUevent);
   CUresult (*capturing)(CUstream, int *);
+  CUresult (*capture_mode)(int *);   /* optional: cuThreadExchangeStreamCaptureMode */
   int ok;
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
@@ -64,6 +65,7 @@ static void cu_load(void) {
   SYM(ev_query, "cuEventQuery", "cuEventQuery");
   SYM(ev_elapsed, "cuEventElapsedTime", "cuEventElapsedTime_v2");
   SYM(capturing, "cuStreamIsCapturing", "cuStreamIsCapturing");
+  SYM(capture_mode, "cuThreadExchangeStreamCaptureMode", "cuThreadExchangeStreamCaptureMode");
 #undef SYM
   cu.ok = cu.ctx_current && cu.ctx_push && cu.ctx_pop && cu.ev_create && cu.ev_destroy && cu.ev_record &&
           cu.ev_query && cu.ev_elapsed && cu.capturing;
@@ -132,6 +134,22 @@ void cp_lt_get_counts(cp_lt_counts *o) {
   o->unattributed = atomic_load(&g_unattr);
   o->skipped = atomic_load(&g_skipped);
   o->unread = atomic_load(&g_unread);
+}
+
+/* While a thread captures a CUDA graph (cudaStreamCaptureModeGlobal or
+ * ThreadLocal), or another thread captures in global mode, a potentially
+ * unsafe call such as cuEventQuery invalidates the application's capture:
+ * NCCL's next launch into it then fails ("unhandled cuda error", seen on
+ * H200 with every launch timed).  So every event call runs with this
+ * thread's capture mode switched to relaxed, as NCCL does for its own
+ * calls, and put back after.  Returns the mode to restore, -1 for none. */
+enum { CAPTURE_MODE_RELAXED = 2 };
+static int relaxed_begin(void) {
+  int m = CAPTURE_MODE_RELAXED;
+  return cu.capture_mode && cu.capture_mode(&m) == CUDA_SUCCESS ? m : -1;
+}
+static void relaxed_end(int m) {
+  if (m >= 0) cu.capture_mode(&m);
 }
 
 /* Make ctx current on this thread for an event call, pushing it only when
@@ -216,6 +234,7 @@ static int read_slot(cp_thr *t, lt_slot *s, int give_up) {
 
 /* Read the PENDING slots (tid: only that thread's; 0: all). */
 static void read_pending(cp_thr *t, int tid, int give_up) {
+  const int mode = relaxed_begin();
   for (int i = 0; i < CP_LT_SLOTS; i++) {
     lt_slot *s = &g_slot[i];
     if (atomic_load_explicit(&s->state, memory_order_relaxed) != LT_PENDING) continue;
@@ -226,22 +245,14 @@ static void read_pending(cp_thr *t, int tid, int give_up) {
       continue;
     atomic_store_explicit(&s->state, read_slot(t, s, give_up) ? LT_FREE : LT_PENDING, memory_order_release);
   }
+  relaxed_end(mode);
 }
 
-void cp_lt_launch_start_slow(cp_thr *t, void *stream, uint64_t launch_handle, uint32_t comm_index,
-                             int32_t rank) {
-  const uint64_t now = cp_clock_now();
-  const int first = t->lt_last_ns == 0;
-  schedule_next(t, now);
-  if (atomic_load(&g_child) || !cu.ok) return;   /* cu: loaded by cp_lt_setup */
+/* A launch on a stream not being captured, ctx current: read this
+ * thread's finished launches, take a slot, record the start event. */
+static void start_timed(cp_thr *t, void *stream, uint64_t launch_handle, uint32_t comm_index, int32_t rank,
+                        CUcontext ctx, uint64_t now, int first) {
   read_pending(t, t->tid, 0);
-  int status = 0;
-  CUcontext ctx = NULL;
-  if (cu.capturing(stream, &status) != CUDA_SUCCESS || status != 0 ||
-      cu.ctx_current(&ctx) != CUDA_SUCCESS || !ctx) {
-    atomic_fetch_add(&g_skipped, 1);
-    return;
-  }
   /* The thread's last slot first: it was read just above, and its events
    * are made (cuEventCreate costs more than the rest of a timed launch). */
   const uint32_t h0 = t->lt_prev ? t->lt_prev - 1 : atomic_fetch_add_explicit(&g_hint, 1, memory_order_relaxed);
@@ -280,6 +291,26 @@ void cp_lt_launch_start_slow(cp_thr *t, void *stream, uint64_t launch_handle, ui
   t->lt_cur = t->lt_prev = idx + 1;
 }
 
+void cp_lt_launch_start_slow(cp_thr *t, void *stream, uint64_t launch_handle, uint32_t comm_index,
+                             int32_t rank) {
+  const uint64_t now = cp_clock_now();
+  const int first = t->lt_last_ns == 0;
+  schedule_next(t, now);
+  if (atomic_load(&g_child) || !cu.ok) return;   /* cu: loaded by cp_lt_setup */
+  /* First whether the stream is being captured: then nothing else is
+   * called (the earlier launches are read at a later one, or finalize). */
+  int status = 0;
+  CUcontext ctx = NULL;
+  if (cu.capturing(stream, &status) != CUDA_SUCCESS || status != 0 ||
+      cu.ctx_current(&ctx) != CUDA_SUCCESS || !ctx) {
+    atomic_fetch_add(&g_skipped, 1);
+    return;
+  }
+  const int mode = relaxed_begin();
+  start_timed(t, stream, launch_handle, comm_index, rank, ctx, now, first);
+  relaxed_end(mode);
+}
+
 /* The thread's open slot, NULL when finalize took it meanwhile. */
 static lt_slot *my_slot(cp_thr *t) {
   lt_slot *s = &g_slot[t->lt_cur - 1];
@@ -291,8 +322,10 @@ static lt_slot *my_slot(cp_thr *t) {
 void cp_lt_launch_stop_slow(cp_thr *t) {
   lt_slot *s = my_slot(t);
   if (!s || s->err || s->stopped) return;
+  const int mode = relaxed_begin();
   if (cu.ev_record(s->ev1, s->stream) != CUDA_SUCCESS) s->err = 1;
   else s->stopped = 1;
+  relaxed_end(mode);
 }
 
 void cp_lt_claim_slow(cp_thr *t, uint32_t path, uint32_t type, uint64_t bytes, uint64_t handle) {

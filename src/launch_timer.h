@@ -43,7 +43,10 @@
  * 64 by default, and the least interval for small calls.  Results are read with cuEventQuery at the thread's
  * next sampled launch, never waited for, and at finalize with a bounded
  * wait (200 ms).  A launch on a stream being captured into a CUDA graph is
- * never timed (an event record would become a node of the user's graph).
+ * never timed (an event record would become a node of the user's graph),
+ * and nothing else is called then; every other event call runs in relaxed
+ * capture mode, since a cuEventQuery while the thread (or, in global mode,
+ * any thread) captures invalidates the application's graph.
  * At most CP_LT_SLOTS launches are in flight per process; beyond that a
  * sample is skipped and counted.  The CUDA driver is found with dlopen at
  * plugin init; without it nothing is timed, nothing is counted and

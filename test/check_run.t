@@ -26,6 +26,17 @@ has() {
 run good
 is "$rc $(nfail good)" "0 0" "a run that agrees with the app: exit 0, no check fails"
 has good '^# [0-9]+ checks, 0 failed' "it says how many checks ran"
+LAUNCH_ALL=1 run lgood
+is "$rc $(nfail lgood)" "0 0" "LAUNCH_ALL=1 (every launch wanted): the good run passes"
+has lgood '^ok .* - rank 1: launches skipped 4 >= the app.s calls while capturing a graph 4' \
+  "... and says each rank's captured calls were skipped"
+LAUNCH_ALL=1 run ltimed capture-timed
+is "$rc $(nfail ltimed)" "1 1" "LAUNCH_ALL=1: a captured launch not skipped fails one check"
+has ltimed '^not ok .* - rank 1: launches skipped 3 >= the app.s calls while capturing a graph 4' \
+  "... the one that names the rank"
+run lsum summary-launches
+has lsum '^not ok .* - summary.json: gpu_launches_timed 62 = sum of rank records. gpuLaunchesTimed 61' \
+  "summary.json's timed launches must be the ranks' sum"
 
 run coll coll-off-by-one
 is "$rc $(nfail coll)" "1 1" "one Coll call too many on one rank: exit 1, one check fails"

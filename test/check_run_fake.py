@@ -24,6 +24,9 @@ calls in a CUDA graph and replayed it 5 times (20 calls).  Defects:
   capture-mixed       capture-event, and rank 0 captured too without events
   hidden-replays      rank 1 froze at the capture with KernelCh off: its
                       replays give no event
+  capture-timed       rank 1 skipped one launch fewer than it captured calls
+                      (a captured launch timed: LAUNCH_ALL=1 fails it)
+  summary-launches    summary.json's gpu_launches_timed off by one
 """
 import json
 import os
@@ -94,7 +97,9 @@ for r in (0, 1):
     dropped = 4 if r == 0 and ("drop-20" in defects or "frozen-kc-on" in defects or "every-call" in defects) else 1
     rk = {"recordType": "rank", "rank": r, "gpuSample": every, "gpuSampledCalls": sampled,
           "gpuSamplesDropped": dropped, "gpuSamplesDeferred": 2, "gpuSampleGateResets": 0,
-          "traceDropped": 0, "badCalls": 0, "maskFrozen": frozen}
+          "traceDropped": 0, "badCalls": 0, "maskFrozen": frozen,
+          "gpuLaunchesTimed": 30 + r, "gpuLaunchesUnattributed": 2, "gpuLaunchesUnread": 0,
+          "gpuLaunchesSkipped": funcs[r]["AllReduce"]["captured"] - (r == 1 and "capture-timed" in defects)}
     recs[r] = rk
     lines = [json.dumps({"recordType": "event", "type": "ncclProfileColl"})]
     lines += [json.dumps(p) for p in paths] + [json.dumps(rk)]
@@ -105,8 +110,12 @@ for r in (0, 1):
 s = {"paths": list(summary_paths.values())}
 for rk_key, sk in (("gpuSampledCalls", "gpu_sampled_calls"), ("gpuSamplesDropped", "gpu_samples_dropped"),
                    ("gpuSamplesDeferred", "gpu_samples_deferred"), ("traceDropped", "trace_dropped"),
-                   ("badCalls", "bad_calls")):
+                   ("badCalls", "bad_calls"), ("gpuLaunchesTimed", "gpu_launches_timed"),
+                   ("gpuLaunchesUnattributed", "gpu_launches_unattributed"),
+                   ("gpuLaunchesSkipped", "gpu_launches_skipped"), ("gpuLaunchesUnread", "gpu_launches_unread")):
     s[sk] = sum(rk[rk_key] for rk in recs.values())
+if "summary-launches" in defects:
+    s["gpu_launches_timed"] += 1
 if "summary-dropped" in defects:
     s["gpu_samples_dropped"] += 1
 if "summary-calls" in defects:

@@ -10,8 +10,16 @@
  * ready FAKECUDA_READY_MS after it was recorded (default 0), by the host
  * clock, so tests can keep launches in flight.  cuStreamIsCapturing says
  * "active" for the stream FAKECUDA_CAPTURE_STREAM (hex, as in the
- * captures).  FAKECUDA_FAIL_RECORD=N makes every N-th cuEventRecord fail.
+ * captures), from its FAKECUDA_CAPTURE_AFTER-th query on (default 1: from
+ * the first).  FAKECUDA_FAIL_RECORD=N makes every N-th cuEventRecord fail.
  * Counts of calls go to stderr at exit when FAKECUDA_VERBOSE is set.
+ *
+ * Stream capture rules, as the driver applies them: a thread that was told
+ * "active" is inside a capture from then on, and there, unless it switched
+ * itself to relaxed mode (cuThreadExchangeStreamCaptureMode), a potentially
+ * unsafe call (cuEventQuery, cuEventElapsedTime) fails with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the application's
+ * capture: said once on stderr ("fakecuda: ... during stream capture").
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -20,13 +28,15 @@
 #include <time.h>
 
 typedef int CUresult;
-enum { OK = 0, INVALID_VALUE = 1, INVALID_HANDLE = 400, NOT_READY = 600 };
+enum { OK = 0, INVALID_VALUE = 1, INVALID_HANDLE = 400, NOT_READY = 600, CAPTURE_UNSUPPORTED = 900 };
+enum { MODE_GLOBAL = 0, MODE_THREAD_LOCAL = 1, MODE_RELAXED = 2 };
 
 typedef struct fevent { int recorded; uint64_t t, ready_at; } fevent;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct { uintptr_t stream; uint64_t clock; } streams[64];
-static unsigned long records, creates;
+static unsigned long records, creates, capture_queries, unsafe;
+static __thread int in_capture, mode = MODE_GLOBAL;
 
 static uint64_t env_u64(const char *n, uint64_t d, int base) {
   const char *v = getenv(n);
@@ -45,8 +55,32 @@ CUresult cuCtxPopCurrent_v2(void **ctx) { *ctx = (void *)0xC0; return OK; }
 
 CUresult cuStreamIsCapturing(void *stream, int *status) {
   uintptr_t cap = (uintptr_t)env_u64("FAKECUDA_CAPTURE_STREAM", 0, 16);
-  *status = cap && (uintptr_t)stream == cap;
+  *status = 0;
+  if (cap && (uintptr_t)stream == cap) {
+    pthread_mutex_lock(&mu);
+    *status = ++capture_queries >= env_u64("FAKECUDA_CAPTURE_AFTER", 1, 10);
+    pthread_mutex_unlock(&mu);
+  }
+  if (*status) in_capture = 1;
   return OK;
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(int *m) {
+  if (!m || *m < MODE_GLOBAL || *m > MODE_RELAXED) return INVALID_VALUE;
+  int old = mode;
+  mode = *m;
+  *m = old;
+  return OK;
+}
+
+/* A potentially unsafe call: refused inside a capture unless relaxed. */
+static int unsafe_call(const char *what) {
+  if (!in_capture || mode == MODE_RELAXED) return 0;
+  pthread_mutex_lock(&mu);
+  if (!unsafe++)
+    fprintf(stderr, "fakecuda: %s during stream capture (mode %d): the capture is invalidated\n", what, mode);
+  pthread_mutex_unlock(&mu);
+  return 1;
 }
 
 CUresult cuEventCreate(void **ev, unsigned flags) {
@@ -86,12 +120,14 @@ CUresult cuEventRecord(void *ev, void *stream) {
 CUresult cuEventQuery(void *ev) {
   fevent *e = ev;
   if (!e) return INVALID_HANDLE;
+  if (unsafe_call("cuEventQuery")) return CAPTURE_UNSUPPORTED;
   return !e->recorded || now_ns() >= e->ready_at ? OK : NOT_READY;
 }
 
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
   fevent *x = a, *y = b;
   if (!x || !y || !x->recorded || !y->recorded) return INVALID_HANDLE;
+  if (unsafe_call("cuEventElapsedTime")) return CAPTURE_UNSUPPORTED;
   if (now_ns() < x->ready_at || now_ns() < y->ready_at) return NOT_READY;
   *ms = (float)((double)((int64_t)(y->t - x->t)) / 1e6);
   return OK;

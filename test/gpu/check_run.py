@@ -40,6 +40,15 @@ rank<R>.jsonl files and summary.json.  Checks, each printed as ok/not ok:
     is sampled from then on, as with N = 1, and the slot-reuse rule drops
     whatever the proxy reads late (8-19% of all-reduce spans seen with
     N = 1 on 4 ranks; 7% and 13% in two runs of the two-thread phase).
+  - the rank records' gpuLaunches* counters are non-negative integers and
+    summary.json's gpu_launches_* their sums; with LAUNCH_ALL=1 in the
+    environment (the run had COLLPROF_LAUNCH_SAMPLE=1 and
+    COLLPROF_LAUNCH_INTERVAL_US=0: every kernel launch wanted), per rank:
+    some launches timed, none left unread, and at least as many skipped as
+    the app made calls while capturing a CUDA graph (each its own group, so
+    its own launch, on a stream being captured: an event recorded there
+    would become a node of the app's graph, and the app's graph phase would
+    fail or replay it).
 Exit status 1 if a check fails.
 """
 import glob
@@ -67,7 +76,11 @@ RANK_COUNTERS = {"gpuSampledCalls": "gpu_sampled_calls",
                  "gpuSamplesDeferred": "gpu_samples_deferred",
                  "gpuSampleGateResets": None,
                  "traceDropped": "trace_dropped",   # trace records lost to full rings: counted, never silent
-                 "badCalls": "bad_calls"}            # NCCL calls collprof ignored (double stops, ...)
+                 "badCalls": "bad_calls",            # NCCL calls collprof ignored (double stops, ...)
+                 "gpuLaunchesTimed": "gpu_launches_timed",   # src/launch_timer.h
+                 "gpuLaunchesUnattributed": "gpu_launches_unattributed",
+                 "gpuLaunchesSkipped": "gpu_launches_skipped",
+                 "gpuLaunchesUnread": "gpu_launches_unread"}
 MAX_DROP = 0.10
 
 
@@ -97,6 +110,18 @@ def rank_counters(wr, rk):
         check(True, what + " # SKIP mask frozen with KernelCh on: every call sampled, as N = 1")
         return
     check(is_count(drop) and is_count(calls) and drop <= MAX_DROP * calls, what)
+
+
+def launch_all(wr, rk, counts):
+    """Every launch wanted: the captured ones skipped, the rest read."""
+    captured = sum(k.get("captured", 0) for k in counts.values())
+    timed, skipped, unread = (rk.get("gpuLaunchesTimed"), rk.get("gpuLaunchesSkipped"),
+                              rk.get("gpuLaunchesUnread"))
+    check(is_count(timed) and timed > 0, "rank %s: every launch wanted: %s timed > 0" % (wr, timed))
+    check(unread == 0, "rank %s: every launch wanted: none unread at finalize (%s)" % (wr, unread))
+    check(is_count(skipped) and skipped >= captured,
+          "rank %s: launches skipped %s >= the app's calls while capturing a graph %d" %
+          (wr, skipped, captured))
 
 
 def summary_counters(s, recs):
@@ -261,6 +286,8 @@ def main():
         rank_counters(wr, rk)
         if only_counters:
             continue
+        if os.environ.get("LAUNCH_ALL") == "1":
+            launch_all(wr, rk, counts.get(wr, {}))
         check(rk.get("gpuSampledCalls", 0) > 0, "rank %s: gpuSampledCalls %s > 0" %
               (wr, rk.get("gpuSampledCalls")))
         frozen = rk.get("maskFrozen") or ""

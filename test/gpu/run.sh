@@ -52,12 +52,17 @@ run() {
   local rc=$?
   grep -E '^collprof|avg bus' "$d/app.log" | sed 's/^/   /' | tail -n 20
   if [ $rc -ne 0 ]; then echo "not ok - $name: app exited $rc"; fail=$((fail + 1)); return; fi
-  python3 "$TOP/test/gpu/check_run.py" "$d/app" "$d/prof" || fail=$((fail + 1))
+  LAUNCH_ALL=${LAUNCH_ALL:-0} python3 "$TOP/test/gpu/check_run.py" "$d/app" "$d/prof" || fail=$((fail + 1))
 }
 
 for np in "${nps[@]}"; do
   if [ "$np" -gt "$ngpu" ]; then echo "# skip $np ranks: $ngpu GPU(s)"; continue; fi
   run "np$np" "$np" --iters 20 --warmup 5
+  # Every kernel launch timed (src/launch_timer.h): the graph phase's
+  # launches on the capturing stream must be skipped (the app's graph would
+  # fail or hold the events otherwise), the rest read by finalize.
+  COLLPROF_LAUNCH_SAMPLE=1 COLLPROF_LAUNCH_INTERVAL_US=0 LAUNCH_ALL=1 \
+    run "lt$np" "$np" --iters 20 --warmup 5 --max 4M
   # Sampled GPU time against CUDA events gets a sweep of its own, sizes
   # from 1 MiB, 200 timed calls each: 20 calls give a size one or two
   # samples, too few for a median; 200 give a 1 MiB size 13-15 (H200,
@@ -76,6 +81,9 @@ for np in "${nps[@]}"; do
 done
 if [ "$ngpu" -ge 2 ]; then
   run threads2 1 --gpus-per-proc 2 --iters 10 --warmup 2 --max 4M
+  # the same with two CUDA contexts in one process timing every launch
+  COLLPROF_LAUNCH_SAMPLE=1 COLLPROF_LAUNCH_INTERVAL_US=0 LAUNCH_ALL=1 \
+    run lt-threads2 1 --gpus-per-proc 2 --iters 10 --warmup 2 --max 4M
 fi
 echo "# run.sh: $fail failed step(s); outputs in $RUN_OUT"
 exit $fail
