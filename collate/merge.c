@@ -79,6 +79,7 @@ void cp_agg_combine(cp_agg *into, const cp_agg *f) {
   into->gpu_launches_unattributed += f->gpu_launches_unattributed;
   into->gpu_launches_skipped += f->gpu_launches_skipped;
   into->gpu_launches_unread += f->gpu_launches_unread;
+  into->gpu_launches_idle += f->gpu_launches_idle;
   into->memory_bytes += f->memory_bytes;
   if (f->memory_max_bytes > into->memory_max_bytes) into->memory_max_bytes = f->memory_max_bytes;
   into->overhead_ns += f->overhead_ns;

@@ -267,6 +267,7 @@ static void agg_from_rank(const cp_rank_data *r, cp_agg *a) {
   a->gpu_launches_unattributed = r->gpu_launches_unattributed;
   a->gpu_launches_skipped = r->gpu_launches_skipped;
   a->gpu_launches_unread = r->gpu_launches_unread;
+  a->gpu_launches_idle = r->gpu_launches_idle;
   a->memory_bytes = a->memory_max_bytes = r->memory_bytes;
   double ov = (double)r->events_recorded * r->per_event_cost_ns;
   a->overhead_ns = ov > 0 && isfinite(ov) ? (uint64_t)llround(ov) : 0;

@@ -104,6 +104,7 @@ static void read_rank(json_t *o, cp_rank_data *r) {
   r->gpu_launches_unattributed = u64(o, "gpuLaunchesUnattributed");
   r->gpu_launches_skipped = u64(o, "gpuLaunchesSkipped");
   r->gpu_launches_unread = u64(o, "gpuLaunchesUnread");
+  r->gpu_launches_idle = u64(o, "gpuLaunchesIdle");
   snprintf(r->mask_frozen, sizeof r->mask_frozen, "%s", str(o, "maskFrozen"));
   r->memory_bytes = u64(o, "memoryBytes");
   json_t *c = json_object_get(o, "perEventCostNs");

@@ -75,7 +75,7 @@ typedef struct cp_rank_data {
            unknown_parent, trace_dropped, bad_calls, gpu_sampled_calls,
            gpu_samples_dropped, gpu_samples_deferred, memory_bytes;
   uint64_t gpu_launches_timed, gpu_launches_unattributed, gpu_launches_skipped,
-           gpu_launches_unread;   /* src/launch_timer.h */
+           gpu_launches_unread, gpu_launches_idle;   /* src/launch_timer.h */
   double per_event_cost_ns;
   char *command;           /* "" when unknown */
   size_t ncomms;
@@ -119,7 +119,8 @@ typedef struct cp_agg {
   uint64_t events_recorded, events_pxn, unterminated, blacklist_evictions,
            unknown_parent, trace_dropped, bad_calls, gpu_sampled_calls,
            gpu_samples_dropped, gpu_samples_deferred, memory_bytes;
-  uint64_t gpu_launches_timed, gpu_launches_unattributed, gpu_launches_skipped, gpu_launches_unread;
+  uint64_t gpu_launches_timed, gpu_launches_unattributed, gpu_launches_skipped, gpu_launches_unread,
+           gpu_launches_idle;
   uint64_t memory_max_bytes;             /* max over ranks */
   uint64_t overhead_ns;                  /* sum of llround(events x per-event cost) */
   int64_t start_wall_min_ns;             /* earliest start (INT64_MAX if none) */

@@ -27,6 +27,7 @@ int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_ra
   r->gpu_launches_unattributed = s->gpu_launches_unattributed;
   r->gpu_launches_skipped = s->gpu_launches_skipped;
   r->gpu_launches_unread = s->gpu_launches_unread;
+  r->gpu_launches_idle = s->gpu_launches_idle;
   /* bounded: the snapshot's array need not end in a NUL */
   snprintf(r->mask_frozen, sizeof r->mask_frozen, "%.*s", (int)sizeof s->mask_frozen, s->mask_frozen);
   r->memory_bytes = s->memory_bytes;

@@ -79,12 +79,12 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
              ",\"gpu_sampled_calls\":%" PRIu64 ",\"gpu_samples_dropped\":%" PRIu64
              ",\"gpu_samples_deferred\":%" PRIu64 ",\"gpu_launches_timed\":%" PRIu64
              ",\"gpu_launches_unattributed\":%" PRIu64 ",\"gpu_launches_skipped\":%" PRIu64
-             ",\"gpu_launches_unread\":%" PRIu64 ",\n",
+             ",\"gpu_launches_unread\":%" PRIu64 ",\"gpu_launches_idle\":%" PRIu64 ",\n",
           a->runtime_max_ns, a->runtime_max_rank, a->events_recorded, a->overhead_ns, a->memory_bytes,
           a->memory_max_bytes, a->unterminated, a->blacklist_evictions, a->events_pxn,
           a->unknown_parent, a->trace_dropped, a->bad_calls, a->gpu_sampled_calls,
           a->gpu_samples_dropped, a->gpu_samples_deferred, a->gpu_launches_timed, a->gpu_launches_unattributed,
-          a->gpu_launches_skipped, a->gpu_launches_unread);
+          a->gpu_launches_skipped, a->gpu_launches_unread, a->gpu_launches_idle);
   mask_frozen(f, s);
   fprintf(f, "\"self_total_ns\":%" PRIu64 ",\"hashBits\":%d,\"hashCollisions\":%zu,\n\"collisions\":[",
           s->self_total_ns, s->hash_bits, s->ncollisions);

@@ -222,10 +222,10 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
           s->agg.gpu_samples_dropped);
   fprintf(f, "  GPU samples skipped:          %" PRIu64 " (an earlier sample's KernelCh was still due)\n",
           s->agg.gpu_samples_deferred);
-  fprintf(f, "  Kernel launches timed:        %" PRIu64 " (%" PRIu64 " of several or no Coll/P2p; %" PRIu64
-             " skipped, %" PRIu64 " unread)\n",
-          s->agg.gpu_launches_timed, s->agg.gpu_launches_unattributed, s->agg.gpu_launches_skipped,
-          s->agg.gpu_launches_unread);
+  fprintf(f, "  Kernel launches timed:        %" PRIu64 " (%" PRIu64 " of several or no Coll/P2p, %" PRIu64
+             " on an idle stream; %" PRIu64 " skipped, %" PRIu64 " unread)\n",
+          s->agg.gpu_launches_timed, s->agg.gpu_launches_unattributed, s->agg.gpu_launches_idle,
+          s->agg.gpu_launches_skipped, s->agg.gpu_launches_unread);
   for (size_t i = 0; i < s->nfrozen; i++) frozen_line(f, &s->frozen[i]);
   fprintf(f, "  Global paths:                 %zu\n", s->npaths);
   fprintf(f, "  Hash collisions:              %zu\n", s->ncollisions);

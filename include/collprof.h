@@ -118,6 +118,9 @@ typedef struct collprof_snapshot {
                                       too many in flight, no context, a CUDA error */
   uint64_t gpu_launches_unread;    /* timed but never read: the GPU had not
                                       finished at finalize, or a CUDA error */
+  uint64_t gpu_launches_idle;      /* of the timed: the stream was idle before the
+                                      kernel arrived, so the time holds the host's
+                                      launch latency (not in the per-path numbers) */
   char mask_frozen[96];            /* why the mask stopped changing, "" if it did not
                                       (e.g. "CUDA graph capture seen, KernelCh off") */
   uint64_t memory_bytes;           /* pools, path table, trace buffers */

@@ -83,12 +83,12 @@ typedef struct lt_slot {
   uint64_t launch_handle, handle, bytes, start_ns;
   uint32_t path, type, comm_index, nops;
   int32_t rank, tid;
-  uint8_t first, multi;
+  uint8_t first, multi, idle;
 } lt_slot;
 
 static lt_slot g_slot[CP_LT_SLOTS];
 static _Atomic uint32_t g_hint;
-static _Atomic uint64_t g_timed, g_unattr, g_skipped, g_unread;
+static _Atomic uint64_t g_timed, g_unattr, g_skipped, g_unread, g_idle;
 static _Atomic int g_child;
 static uint64_t g_interval_ns;   /* COLLPROF_LAUNCH_INTERVAL_US, in ns */
 int cp_lt_every;
@@ -134,6 +134,7 @@ void cp_lt_get_counts(cp_lt_counts *o) {
   o->unattributed = atomic_load(&g_unattr);
   o->skipped = atomic_load(&g_skipped);
   o->unread = atomic_load(&g_unread);
+  o->idle = atomic_load(&g_idle);
 }
 
 /* While a thread captures a CUDA graph (cudaStreamCaptureModeGlobal or
@@ -205,7 +206,8 @@ static int read_slot(cp_thr *t, lt_slot *s, int give_up) {
   atomic_fetch_add(&g_timed, 1);
   const int attributed = s->nops == 1 && !s->multi;
   if (!attributed) atomic_fetch_add(&g_unattr, 1);
-  else if (!s->first) cp_profile_launch_t(t, s->path, ns);
+  if (s->idle) atomic_fetch_add(&g_idle, 1);
+  else if (attributed && !s->first) cp_profile_launch_t(t, s->path, ns);
   if (atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed)) {
     cp_rec r;
     memset(&r, 0, sizeof r);
@@ -227,6 +229,7 @@ static int read_slot(cp_thr *t, lt_slot *s, int give_up) {
     r.d.launch.nops = s->nops;
     r.d.launch.first = s->first;
     r.d.launch.multi = s->multi;
+    r.d.launch.idle = s->idle;
     cp_trace_put(&r);
   }
   return 1;
@@ -287,7 +290,7 @@ static void start_timed(cp_thr *t, void *stream, uint64_t launch_handle, uint32_
   s->tid = t->tid;
   s->nops = 0;
   s->first = (uint8_t)first;
-  s->multi = 0;
+  s->multi = s->idle = 0;
   t->lt_cur = t->lt_prev = idx + 1;
 }
 
@@ -319,10 +322,18 @@ static lt_slot *my_slot(cp_thr *t) {
   return NULL;
 }
 
+/* The launch call has returned: its kernel is on the stream.  When the
+ * start event has already completed, the stream had run dry before the
+ * kernel arrived and the GPU waited for the host's launch, which the timed
+ * span then holds (NCCL 2.28 on H200: 8-12 us between KernelLaunch start
+ * and stop); such a launch is marked idle and kept out of the per-path
+ * numbers.  With the stream busy, the kernel starts when the work before
+ * it ends, and the span is the kernel's. */
 void cp_lt_launch_stop_slow(cp_thr *t) {
   lt_slot *s = my_slot(t);
   if (!s || s->err || s->stopped) return;
   const int mode = relaxed_begin();
+  s->idle = cu.ev_query(s->ev0) == CUDA_SUCCESS;
   if (cu.ev_record(s->ev1, s->stream) != CUDA_SUCCESS) s->err = 1;
   else s->stopped = 1;
   relaxed_end(mode);

@@ -30,6 +30,14 @@
  * exactly one, the time is that path's; with none or several (an
  * all-to-all, grouped collectives) it is counted as not attributed.
  *
+ * Idle streams: when the start event has completed by the KernelLaunch
+ * stop (one cuEventQuery), the stream had run dry and the GPU waited for
+ * the host's launch (8-12 us of NCCL 2.28's launch call on H200), which
+ * the span holds: such a launch is counted (idle) and traced, not put in
+ * the path's numbers.  So a host-bound loop yields few launch samples and
+ * the KernelCh estimate stands; where the GPU is the bottleneck the
+ * samples are the kernels' times.
+ *
  * Costs: nothing on a call that is not sampled beyond a counter; on a
  * sampled one cuStreamIsCapturing, cuCtxGetCurrent and two cuEventRecord
  * (no system call).  On the GPU a timed launch costs 5-9 us (H200, 4
@@ -133,6 +141,9 @@ typedef struct cp_lt_counts {
   uint64_t skipped;       /* wanted, not timed: stream capturing, all slots in
                              flight, no context, a CUDA error */
   uint64_t unread;        /* recorded, never read (GPU not done by finalize) */
+  uint64_t idle;          /* of the timed: the stream had run dry before the
+                             kernel arrived (so the time holds host launch
+                             latency): kept out of the per-path numbers */
 } cp_lt_counts;
 void cp_lt_get_counts(cp_lt_counts *out);
 

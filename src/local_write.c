@@ -174,7 +174,7 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             "\"blacklistEvictions\":%llu,\"unknownParent\":%llu,\"traceDropped\":%llu,"
             "\"badCalls\":%llu,\"gpuSampledCalls\":%llu,\"gpuSamplesDropped\":%llu,"
             "\"gpuSamplesDeferred\":%llu,\"gpuSampleGateResets\":%llu,\"gpuLaunchesTimed\":%llu,"
-            "\"gpuLaunchesUnattributed\":%llu,\"gpuLaunchesSkipped\":%llu,\"gpuLaunchesUnread\":%llu,\"memoryBytes\":%llu,\"perEventCostNs\":%.1f,\"command\":",
+            "\"gpuLaunchesUnattributed\":%llu,\"gpuLaunchesSkipped\":%llu,\"gpuLaunchesUnread\":%llu,\"gpuLaunchesIdle\":%llu,\"memoryBytes\":%llu,\"perEventCostNs\":%.1f,\"command\":",
             (unsigned long long)s->events_recorded, (unsigned long long)s->events_pxn,
             (unsigned long long)s->unterminated, (unsigned long long)s->blacklist_evictions,
             (unsigned long long)s->unknown_parent, (unsigned long long)dropped,
@@ -182,7 +182,8 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             (unsigned long long)s->gpu_samples_dropped, (unsigned long long)s->gpu_samples_deferred,
             (unsigned long long)cp_mask_gate_resets(), (unsigned long long)s->gpu_launches_timed,
             (unsigned long long)s->gpu_launches_unattributed, (unsigned long long)s->gpu_launches_skipped,
-            (unsigned long long)s->gpu_launches_unread, (unsigned long long)s->memory_bytes,
+            (unsigned long long)s->gpu_launches_unread, (unsigned long long)s->gpu_launches_idle,
+            (unsigned long long)s->memory_bytes,
             s->per_event_cost_ns >= 0 && s->per_event_cost_ns < 1e15 ? s->per_event_cost_ns : 0.0);
   sb_str(b, cp_meta_command());
   sb_printf(b, ",\"comms\":[");

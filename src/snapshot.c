@@ -195,6 +195,7 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   out->gpu_launches_unattributed = lt.unattributed;
   out->gpu_launches_skipped = lt.skipped;
   out->gpu_launches_unread = lt.unread;
+  out->gpu_launches_idle = lt.idle;
   for (cp_thr *t = cp_thr_all(); t; t = t->next) out->gpu_samples_dropped += cp_ld(&t->gpu_dropped);
   snprintf(out->mask_frozen, sizeof out->mask_frozen, "%s", cp_mask_frozen_text());
   out->memory_bytes = memory + cp_trace_memory_bytes();

@@ -375,6 +375,8 @@ static size_t launch_line(const cp_rec *r, char *buf) {
   p = jf_bool(p, r->d.launch.first);
   p = JF_LIT(p, ",\"split\":");
   p = jf_bool(p, r->d.launch.multi);
+  p = JF_LIT(p, ",\"idle\":");
+  p = jf_bool(p, r->d.launch.idle);
   p = JF_LIT(p, "}\n");
   return (size_t)(p - buf);
 }

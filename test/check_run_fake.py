@@ -98,7 +98,7 @@ for r in (0, 1):
     rk = {"recordType": "rank", "rank": r, "gpuSample": every, "gpuSampledCalls": sampled,
           "gpuSamplesDropped": dropped, "gpuSamplesDeferred": 2, "gpuSampleGateResets": 0,
           "traceDropped": 0, "badCalls": 0, "maskFrozen": frozen,
-          "gpuLaunchesTimed": 30 + r, "gpuLaunchesUnattributed": 2, "gpuLaunchesUnread": 0,
+          "gpuLaunchesTimed": 30 + r, "gpuLaunchesUnattributed": 2, "gpuLaunchesUnread": 0, "gpuLaunchesIdle": 3,
           "gpuLaunchesSkipped": funcs[r]["AllReduce"]["captured"] - (r == 1 and "capture-timed" in defects)}
     recs[r] = rk
     lines = [json.dumps({"recordType": "event", "type": "ncclProfileColl"})]
@@ -112,7 +112,8 @@ for rk_key, sk in (("gpuSampledCalls", "gpu_sampled_calls"), ("gpuSamplesDropped
                    ("gpuSamplesDeferred", "gpu_samples_deferred"), ("traceDropped", "trace_dropped"),
                    ("badCalls", "bad_calls"), ("gpuLaunchesTimed", "gpu_launches_timed"),
                    ("gpuLaunchesUnattributed", "gpu_launches_unattributed"),
-                   ("gpuLaunchesSkipped", "gpu_launches_skipped"), ("gpuLaunchesUnread", "gpu_launches_unread")):
+                   ("gpuLaunchesSkipped", "gpu_launches_skipped"), ("gpuLaunchesUnread", "gpu_launches_unread"),
+                   ("gpuLaunchesIdle", "gpu_launches_idle")):
     s[sk] = sum(rk[rk_key] for rk in recs.values())
 if "summary-launches" in defects:
     s["gpu_launches_timed"] += 1

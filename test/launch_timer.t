@@ -36,7 +36,7 @@ view() {
   python3 - "$1" "$STEP" <<'PY'
 import glob, json, os, sys
 step = int(sys.argv[2])
-out, ops, bad, nrec = {}, {}, [], 0
+out, ops, bad, nrec, nidle = {}, {}, [], 0, 0
 short = {"ncclProfileColl": "Coll", "ncclProfileP2p": "P2p"}
 for f in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
     paths = {}
@@ -45,7 +45,8 @@ for f in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
         t = r.get("recordType")
         if t == "rank":
             out = {"timed": r["gpuLaunchesTimed"], "unattributed": r["gpuLaunchesUnattributed"],
-                   "skipped": r["gpuLaunchesSkipped"], "unread": r["gpuLaunchesUnread"]}
+                   "skipped": r["gpuLaunchesSkipped"], "unread": r["gpuLaunchesUnread"],
+                   "idle": r["gpuLaunchesIdle"]}
         elif t == "path":
             paths[r["local"]] = r
         elif t == "gpuLaunch":
@@ -54,6 +55,7 @@ for f in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
                 bad.append("gpuDuration %s" % r["gpuDuration"])
             if (r["ops"] == 1 and not r["split"]) != (r["eventAddr"] is not None):
                 bad.append("eventAddr %s with ops %s" % (r["eventAddr"], r["ops"]))
+            nidle += r["idle"]
     for p in paths.values():
         s = p.get("gpu_launch_samples", 0)
         if s:
@@ -63,6 +65,8 @@ for f in glob.glob(os.path.join(sys.argv[1], "*.jsonl")):
                 bad.append("%s: gpu_launch_ns %d for %d samples" % (k, p["gpu_launch_ns"], s))
 out["ops"] = dict(sorted(ops.items()))
 out["records"] = nrec
+if nidle != out.get("idle"):
+    bad.append("%d idle records, rank record %s" % (nidle, out.get("idle")))
 out["times"] = "ok" if not bad else "; ".join(bad[:3])
 print(json.dumps(out, sort_keys=True))
 PY
@@ -72,7 +76,7 @@ want() {   # the oracle's answer with the fields view adds for a clean run
   python3 - "$(python3 "$TOP/test/launch_timer_oracle.py" "$@")" <<'PY'
 import json, sys
 w = json.loads(sys.argv[1])
-w.update({"skipped": 0, "unread": 0, "records": w["timed"], "times": "ok"})
+w.update({"skipped": 0, "unread": 0, "idle": 0, "records": w["timed"], "times": "ok"})
 print(json.dumps(w, sort_keys=True))
 PY
 }
@@ -97,8 +101,15 @@ nt=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["timed"])' "$w4"
 replay "$cap" "$T/iv" COLLPROF_LAUNCH_SAMPLE=1 COLLPROF_LAUNCH_INTERVAL_US=10000000
 is "$(view "$T/iv" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["timed"], v["skipped"], v["times"])')" "2 0 ok" \
   "COLLPROF_LAUNCH_INTERVAL_US=10000000 at replay speed: the first two of 76 launches timed, no more"
+# An idle stream (the host cannot keep the GPU fed): the start event has
+# completed by the launch's stop, so every timed launch holds the host's
+# launch latency; all are timed and traced ("idle": true), none goes into
+# a path's numbers.
+replay "$cap" "$T/idle" COLLPROF_LAUNCH_SAMPLE=4 FAKECUDA_IDLE=1
+is "$(view "$T/idle")" "{\"idle\": $nt, \"ops\": {}, \"records\": $nt, \"skipped\": 0, \"timed\": $nt, \"times\": \"ok\", \"unattributed\": 0, \"unread\": 0}" \
+  "idle stream: the $nt timed launches counted idle, traced, in no path's numbers"
 replay "$cap" "$T/off" COLLPROF_LAUNCH_SAMPLE=0
-is "$(view "$T/off")" '{"ops": {}, "records": 0, "skipped": 0, "timed": 0, "times": "ok", "unattributed": 0, "unread": 0}' \
+is "$(view "$T/off")" '{"idle": 0, "ops": {}, "records": 0, "skipped": 0, "timed": 0, "times": "ok", "unattributed": 0, "unread": 0}' \
   "COLLPROF_LAUNCH_SAMPLE=0: nothing timed"
 
 stream=$(python3 -c '
@@ -107,7 +118,7 @@ for l in open(sys.argv[1]):
     r = json.loads(l)
     if r.get("type") == 2048 and r.get("cb") == "start": print(r["stream"]); break' "$cap")
 replay "$cap" "$T/capt" COLLPROF_LAUNCH_SAMPLE=4 FAKECUDA_CAPTURE_STREAM="$stream"
-is "$(view "$T/capt")" "{\"ops\": {}, \"records\": 0, \"skipped\": $nt, \"timed\": 0, \"times\": \"ok\", \"unattributed\": 0, \"unread\": 0}" \
+is "$(view "$T/capt")" "{\"idle\": 0, \"ops\": {}, \"records\": 0, \"skipped\": $nt, \"timed\": 0, \"times\": \"ok\", \"unattributed\": 0, \"unread\": 0}" \
   "launch stream being captured into a graph: never timed, each wanted launch counted skipped"
 
 # The capture begins after 10 launches (FAKECUDA_CAPTURE_AFTER): the first
@@ -146,7 +157,7 @@ ok "failing event records: the replay ran to the end with no collprof warning" \
 
 env -u NCCL_PROFILE_EVENT_MASK COLLPROF_OUTPUT_DIR="$T/nocuda" COLLPROF_QUIET=1 COLLPROF_LAUNCH_SAMPLE=1 \
   "$REPLAY" --no-mpi --plugin "$PLUGIN" "$cap" >"$T/log" 2>&1
-is "$(view "$T/nocuda")" '{"ops": {}, "records": 0, "skipped": 0, "timed": 0, "times": "ok", "unattributed": 0, "unread": 0}' \
+is "$(view "$T/nocuda")" '{"idle": 0, "ops": {}, "records": 0, "skipped": 0, "timed": 0, "times": "ok", "unattributed": 0, "unread": 0}' \
   "no CUDA driver: nothing timed, nothing counted"
 ok "no CUDA driver: no warning" bash -c "! grep -q 'collprof:' '$T/log'"
 

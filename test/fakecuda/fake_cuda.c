@@ -6,9 +6,12 @@
  * Each cuEventRecord on a stream advances that stream's clock by
  * FAKECUDA_STEP_NS (default 1000) and stamps the event with it, so two
  * events around one launch are exactly one step apart and anything else
- * (the wrong event, a stale one, another stream's) is not.  An event is
- * ready FAKECUDA_READY_MS after it was recorded (default 0), by the host
- * clock, so tests can keep launches in flight.  cuStreamIsCapturing says
+ * (the wrong event, a stale one, another stream's) is not.  The stream is
+ * busy: an event completes once a later event was recorded on its stream
+ * (the kernel after it ran) or 20 ms after its record, and not before
+ * FAKECUDA_READY_MS (default 0), by the host clock, so tests can keep
+ * launches in flight; FAKECUDA_IDLE=1 makes every stream idle (an event
+ * completes at once), as when the host cannot keep the GPU fed.  cuStreamIsCapturing says
  * "active" for the stream FAKECUDA_CAPTURE_STREAM (hex, as in the
  * captures), from its FAKECUDA_CAPTURE_AFTER-th query on (default 1: from
  * the first).  FAKECUDA_FAIL_RECORD=N makes every N-th cuEventRecord fail.
@@ -31,10 +34,10 @@ typedef int CUresult;
 enum { OK = 0, INVALID_VALUE = 1, INVALID_HANDLE = 400, NOT_READY = 600, CAPTURE_UNSUPPORTED = 900 };
 enum { MODE_GLOBAL = 0, MODE_THREAD_LOCAL = 1, MODE_RELAXED = 2 };
 
-typedef struct fevent { int recorded; uint64_t t, ready_at; } fevent;
+typedef struct fevent { int recorded, stream; uint64_t t, ready_at, settled_at, seq; } fevent;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct { uintptr_t stream; uint64_t clock; } streams[64];
+static struct { uintptr_t stream; uint64_t clock, nrec; } streams[64];
 static unsigned long records, creates, capture_queries, unsafe;
 static __thread int in_capture, mode = MODE_GLOBAL;
 
@@ -111,24 +114,39 @@ CUresult cuEventRecord(void *ev, void *stream) {
   streams[i].stream = (uintptr_t)stream;
   streams[i].clock += env_u64("FAKECUDA_STEP_NS", 1000, 10);
   e->t = streams[i].clock;
+  e->stream = (int)i;
+  e->seq = ++streams[i].nrec;
   pthread_mutex_unlock(&mu);
-  e->ready_at = now_ns() + env_u64("FAKECUDA_READY_MS", 0, 10) * 1000000u;
+  const uint64_t now = now_ns();
+  e->ready_at = now + env_u64("FAKECUDA_READY_MS", 0, 10) * 1000000u;
+  e->settled_at = env_u64("FAKECUDA_IDLE", 0, 10) ? now : now + 20000000u;
   e->recorded = 1;
   return OK;
+}
+
+/* Has the GPU passed this event? */
+static int done(const fevent *e) {
+  const uint64_t now = now_ns();
+  if (now < e->ready_at) return 0;
+  if (now >= e->settled_at) return 1;
+  pthread_mutex_lock(&mu);
+  const int later = streams[e->stream].nrec > e->seq;
+  pthread_mutex_unlock(&mu);
+  return later;
 }
 
 CUresult cuEventQuery(void *ev) {
   fevent *e = ev;
   if (!e) return INVALID_HANDLE;
   if (unsafe_call("cuEventQuery")) return CAPTURE_UNSUPPORTED;
-  return !e->recorded || now_ns() >= e->ready_at ? OK : NOT_READY;
+  return !e->recorded || done(e) ? OK : NOT_READY;
 }
 
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
   fevent *x = a, *y = b;
   if (!x || !y || !x->recorded || !y->recorded) return INVALID_HANDLE;
   if (unsafe_call("cuEventElapsedTime")) return CAPTURE_UNSUPPORTED;
-  if (now_ns() < x->ready_at || now_ns() < y->ready_at) return NOT_READY;
+  if (!done(x) || !done(y)) return NOT_READY;
   *ms = (float)((double)((int64_t)(y->t - x->t)) / 1e6);
   return OK;
 }

@@ -80,7 +80,8 @@ RANK_COUNTERS = {"gpuSampledCalls": "gpu_sampled_calls",
                  "gpuLaunchesTimed": "gpu_launches_timed",   # src/launch_timer.h
                  "gpuLaunchesUnattributed": "gpu_launches_unattributed",
                  "gpuLaunchesSkipped": "gpu_launches_skipped",
-                 "gpuLaunchesUnread": "gpu_launches_unread"}
+                 "gpuLaunchesUnread": "gpu_launches_unread",
+                 "gpuLaunchesIdle": "gpu_launches_idle"}
 MAX_DROP = 0.10
 
 

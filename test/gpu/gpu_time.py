@@ -17,6 +17,12 @@ is shown too: when the host runs far ahead of the GPU, NCCL's KernelCh
 timestamps of late-read channels can belong to other kernels, and a few
 such spans dominate a mean).  Exit 1 if one does not.
 
+With gpuLaunch records (src/launch_timer.h) a second table sets timed
+kernel launches beside the same CUDA-event times and is the one judged:
+launches timed on an idle stream are counted but not used (collprof keeps
+them out of a path's numbers: they hold the host's launch latency), and a
+size with only such launches is judged on its KernelCh spans.
+
 SWEEP from `collprof-gpu-app --gpu-bound` (sweep.json "gpuBound"): the
 timed calls were queued behind a spinning kernel, so the CUDA-event time is
 the GPU's, not the rate at which the host issued the calls; a size whose
@@ -41,7 +47,8 @@ def main():
     n = sweep["nranks"]
     colls = {}   # eventAddr -> sorted list of (start ts, record)
     kcs = []
-    launches = {}   # (op, nccl-tests bytes) -> [GPU us of timed launches]
+    launches = {}   # (op, nccl-tests bytes) -> [GPU us of timed launches, stream busy]
+    idle = {}       # (op, nccl-tests bytes) -> launches timed on an idle stream
     for line in open(sys.argv[2]):
         try:
             r = json.loads(line)
@@ -51,7 +58,10 @@ def main():
             op = OP.get(r.get("func"))
             if op and r.get("type") == "ncclProfileColl" and not r.get("first") and r.get("eventAddr"):
                 b = int(r.get("bytes", 0)) * (n if op in ("allgather", "reducescatter") else 1)
-                launches.setdefault((op, b), []).append(float(r["gpuDuration"]))
+                if r.get("idle"):
+                    idle[(op, b)] = idle.get((op, b), 0) + 1
+                else:
+                    launches.setdefault((op, b), []).append(float(r["gpuDuration"]))
             continue
         if r.get("recordType") != "event":
             continue
@@ -143,30 +153,47 @@ def main():
     print("# KernelCh records without a Coll: %d; Colls without one KernelCh per channel "
           "(left out): %d; dropped by the slot-reuse rule: %d; sizes >= %d compared: %d, "
           "outside 20%%: %d" % (unmatched, partial, dropped, minb, checked, bad))
-    if not launches:
+    if not launches and not idle:
         sys.exit(1 if bad or checked == 0 else 0)
     # Timed kernel launches (src/launch_timer.h): CUDA events on the launch
-    # stream, as the app's own events; these are judged when present.
-    print("# timed kernel launches (gpuLaunch records: CUDA events around the launch)")
-    print("# %-14s %10s %8s %12s %12s %12s %8s" % ("op", "bytes", "samples", "mean_us",
-                                                  "median_us", "cudaevent_us", "ratio"))
-    lbad = lchecked = 0
+    # stream, as the app's own events.  Those timed on an idle stream (the
+    # GPU waited for the host's launch) are counted, not used: collprof
+    # leaves them out of a path's numbers too, and a size that has only
+    # such launches is judged on its KernelCh spans, which collprof then
+    # reports.  What collprof reports is judged.
+    print("# timed kernel launches (gpuLaunch records: CUDA events around the launch; idle: on an idle "
+          "stream, not used)")
+    print("# %-14s %10s %8s %6s %12s %12s %12s %8s" % ("op", "bytes", "samples", "idle", "mean_us",
+                                                       "median_us", "cudaevent_us", "ratio"))
+    lbad = lchecked = kc_only = 0
     for r in sweep["results"]:
-        v = launches.get((r["op"], r["bytes"]))
-        if not v:
+        key = (r["op"], r["bytes"])
+        v = launches.get(key)
+        if not v and not idle.get(key):
             continue
-        med = statistics.median(v)
-        ratio = med / r["time_us"] if r["time_us"] > 0 else 0
         flag = ""
+        if v:
+            med = statistics.median(v)
+            mean = sum(v) / len(v)
+        elif key in groups:
+            med, mean = statistics.median(groups[key]), sum(groups[key]) / len(groups[key])
+            flag = "  (KernelCh spans: only idle launches)"
+            kc_only += r["bytes"] >= minb
+        else:
+            print("  %-14s %10d %8d %6d   only idle launches, no KernelCh span" % (
+                r["op"], r["bytes"], 0, idle.get(key, 0)))
+            continue
+        ratio = med / r["time_us"] if r["time_us"] > 0 else 0
         if r["bytes"] >= minb:
             lchecked += 1
             if abs(ratio - 1) > 0.20:
                 lbad += 1
-                flag = "  > 20%"
-        print("  %-14s %10d %8d %12.2f %12.2f %12.2f %8.3f%s" % (r["op"], r["bytes"], len(v), sum(v) / len(v),
-                                                                 med, r["time_us"], ratio, flag))
-    print("# timed launches: sizes >= %d compared: %d, outside 20%%: %d (judged); KernelCh spans: %d of %d "
-          "outside (shown)" % (minb, lchecked, lbad, bad, checked))
+                flag = "  > 20%" + flag
+        print("  %-14s %10d %8d %6d %12.2f %12.2f %12.2f %8.3f%s" % (
+            r["op"], r["bytes"], len(v or []), idle.get(key, 0), mean, med, r["time_us"], ratio, flag))
+    print("# timed launches: sizes >= %d compared: %d (%d of them on KernelCh spans, having only idle "
+          "launches), outside 20%%: %d (judged); launches on an idle stream: %d; KernelCh spans: %d of %d "
+          "outside (shown)" % (minb, lchecked, kc_only, lbad, sum(idle.values()), bad, checked))
     sys.exit(1 if lbad or lchecked == 0 else 0)
 
 

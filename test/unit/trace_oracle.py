@@ -37,7 +37,7 @@ RANK_KEYS = ["recordType", "rank", "worldSize", "pid", "host", "startWall", "sta
              "eventMask", "gpuSample", "traceOn", "ncclVersion", "periods", "maskFrozen", "eventsRecorded",
              "eventsPxn", "unterminated", "blacklistEvictions", "unknownParent", "traceDropped",
              "badCalls", "gpuSampledCalls", "gpuSamplesDropped", "gpuSamplesDeferred", "gpuSampleGateResets",
-             "gpuLaunchesTimed", "gpuLaunchesUnattributed", "gpuLaunchesSkipped", "gpuLaunchesUnread", "memoryBytes",
+             "gpuLaunchesTimed", "gpuLaunchesUnattributed", "gpuLaunchesSkipped", "gpuLaunchesUnread", "gpuLaunchesIdle", "memoryBytes",
              "perEventCostNs", "command", "comms"]
 PATH_KEYS = ["recordType", "id", "local", "hash", "path", "leafType", "leafFunc", "calls",
              "total_ns", "self_ns", "min_ns", "max_ns", "bytes", "states", "gpu_ns",
