@@ -38,9 +38,10 @@
  * the KernelCh estimate stands; where the GPU is the bottleneck the
  * samples are the kernels' times.
  *
- * Costs: nothing on a call that is not sampled beyond a counter; on a
- * sampled one cuStreamIsCapturing, cuCtxGetCurrent and two cuEventRecord
- * (no system call).  On the GPU a timed launch costs 5-9 us (H200, 4
+ * Costs: nothing on a call that is not sampled beyond a countdown; on a
+ * sampled one cuStreamIsCapturing, cuCtxGetCurrent, two cuEventRecord,
+ * one cuEventQuery (the idle test) and the capture-mode switches around
+ * them (no system call), and later one query and cuEventElapsedTime.  On the GPU a timed launch costs 5-9 us (H200, 4
  * ranks, all-reduce 16-64 MiB, where the loop is GPU-bound: +0.3-0.6 us
  * per call at one in 16 against COLLPROF_LAUNCH_SAMPLE=0, measured with
  * test/gpu/overhead.sh EXTRA=collprof-nolaunch), presumably because an
