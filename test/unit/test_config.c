@@ -14,7 +14,8 @@
 static const char *vars[] = {"NCCL_PROFILE_EVENT_MASK", "COLLPROF_GPU_SAMPLE", "COLLPROF_PERIODS",
                              "COLLPROF_TRACE", "COLLPROF_CAPTURE", "COLLPROF_QUIET",
                              "COLLPROF_POOL_SIZE", "COLLPROF_BLACKLIST_CAP",
-                             "COLLPROF_TRACE_BUFFER", "COLLPROF_OUTPUT_DIR", "SLURM_JOB_ID"};
+                             "COLLPROF_TRACE_BUFFER", "COLLPROF_OUTPUT_DIR", "SLURM_JOB_ID",
+                             "COLLPROF_LAUNCH_SAMPLE", "COLLPROF_LAUNCH_INTERVAL_US"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -59,6 +60,8 @@ int main(void) {
   ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 16384,
      "default sizes");
   ok(c->periods[0] == 0, "no periods by default");
+  ok(c->launch_sample == 64 && c->launch_interval_us == 5000,
+     "default: one launch in 64 timed, at least 5 ms apart on average");
   ok(matches(c->output_dir, "^collprof-[0-9]{8}-[0-9]{6}$") && !c->output_dir_from_env,
      "default folder collprof-YYYYMMDD-HHMMSS (%s)", c->output_dir);
   char stamp[4096];
@@ -108,6 +111,16 @@ int main(void) {
   bad_value("COLLPROF_PERIODS", "1:2:-1", "no periods");
   bad_value("COLLPROF_PERIODS", "1:2:3x", "no periods");
   ok(c->periods[0] == 0, "bad periods: none");
+  bad_value("COLLPROF_LAUNCH_SAMPLE", "often", "64");
+  ok(c->launch_sample == 64, "bad launch sample falls back to the default");
+  bad_value("COLLPROF_LAUNCH_INTERVAL_US", "5ms", "5000");
+  bad_value("COLLPROF_LAUNCH_INTERVAL_US", "99999999999", "5000");
+  ok(c->launch_interval_us == 5000, "bad or too long launch interval falls back to the default");
+  clear_env();
+  setenv("COLLPROF_LAUNCH_INTERVAL_US", "0", 1);
+  w = reload();
+  ok(!w[0] && c->launch_interval_us == 0, "COLLPROF_LAUNCH_INTERVAL_US=0: one in N only");
+  free(w);
 
   clear_env();
   setenv("COLLPROF_PERIODS", "0.5:2.5:3", 1);
