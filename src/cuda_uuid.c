@@ -7,12 +7,12 @@
  * answer would be a guess); then cuDeviceGetUuid_v2, or cuDeviceGetUuid on
  * old drivers.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #pragma GCC visibility push(hidden)
 #include "cuda_uuid.h"
+#include "cuda_driver.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -31,15 +31,12 @@ static struct {
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
 static void cu_load(void) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) return;
-  *(void **)&cu.init = dlsym(h, "cuInit");
-  *(void **)&cu.ctx_current = dlsym(h, "cuCtxGetCurrent");
-  *(void **)&cu.ctx_device = dlsym(h, "cuCtxGetDevice");
-  *(void **)&cu.dev_get = dlsym(h, "cuDeviceGet");
-  *(void **)&cu.dev_count = dlsym(h, "cuDeviceGetCount");
-  *(void **)&cu.uuid = dlsym(h, "cuDeviceGetUuid_v2");
-  if (!cu.uuid) *(void **)&cu.uuid = dlsym(h, "cuDeviceGetUuid");
+  *(void **)&cu.init = cp_cuda_sym("cuInit", NULL);
+  *(void **)&cu.ctx_current = cp_cuda_sym("cuCtxGetCurrent", NULL);
+  *(void **)&cu.ctx_device = cp_cuda_sym("cuCtxGetDevice", NULL);
+  *(void **)&cu.dev_get = cp_cuda_sym("cuDeviceGet", NULL);
+  *(void **)&cu.dev_count = cp_cuda_sym("cuDeviceGetCount", NULL);
+  *(void **)&cu.uuid = cp_cuda_sym("cuDeviceGetUuid_v2", "cuDeviceGetUuid");
   cu.ok = cu.init && cu.uuid && cu.init(0) == 0;
 }
 

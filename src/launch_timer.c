@@ -14,7 +14,6 @@
  * per-thread numbers are summed at snapshot, so the block need not be the
  * recording thread's) and, with the trace on, into a "gpuLaunch" record.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #pragma GCC visibility push(hidden)
 #include "launch_timer.h"
 #include "clock.h"
+#include "cuda_driver.h"
 #include "config.h"
 #include "hot.h"
 #include "nccl_profiler_abi.h"
@@ -49,23 +49,17 @@ static struct {
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
 static void cu_load(void) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) return;
-#define SYM(f, a, b)                          \
-  do {                                        \
-    *(void **)&cu.f = dlsym(h, a);            \
-    if (!cu.f) *(void **)&cu.f = dlsym(h, b); \
-  } while (0)
-  SYM(ctx_current, "cuCtxGetCurrent", "cuCtxGetCurrent");
+#define SYM(f, a, b) (*(void **)&cu.f = cp_cuda_sym(a, b))
+  SYM(ctx_current, "cuCtxGetCurrent", NULL);
   SYM(ctx_push, "cuCtxPushCurrent_v2", "cuCtxPushCurrent");
   SYM(ctx_pop, "cuCtxPopCurrent_v2", "cuCtxPopCurrent");
-  SYM(ev_create, "cuEventCreate", "cuEventCreate");
+  SYM(ev_create, "cuEventCreate", NULL);
   SYM(ev_destroy, "cuEventDestroy_v2", "cuEventDestroy");
-  SYM(ev_record, "cuEventRecord", "cuEventRecord");
-  SYM(ev_query, "cuEventQuery", "cuEventQuery");
+  SYM(ev_record, "cuEventRecord", NULL);
+  SYM(ev_query, "cuEventQuery", NULL);
   SYM(ev_elapsed, "cuEventElapsedTime", "cuEventElapsedTime_v2");
-  SYM(capturing, "cuStreamIsCapturing", "cuStreamIsCapturing");
-  SYM(capture_mode, "cuThreadExchangeStreamCaptureMode", "cuThreadExchangeStreamCaptureMode");
+  SYM(capturing, "cuStreamIsCapturing", NULL);
+  SYM(capture_mode, "cuThreadExchangeStreamCaptureMode", NULL);
 #undef SYM
   cu.ok = cu.ctx_current && cu.ctx_push && cu.ctx_pop && cu.ev_create && cu.ev_destroy && cu.ev_record &&
           cu.ev_query && cu.ev_elapsed && cu.capturing;

@@ -39,27 +39,28 @@
  * samples are the kernels' times.
  *
  * Costs: nothing on a call that is not sampled beyond a countdown; on a
- * sampled one cuStreamIsCapturing, cuCtxGetCurrent, two cuEventRecord,
- * one cuEventQuery (the idle test) and the capture-mode switches around
- * them (no system call), and later one query and cuEventElapsedTime.  On the GPU a timed launch costs 5-9 us (H200, 4
- * ranks, all-reduce 16-64 MiB, where the loop is GPU-bound: +0.3-0.6 us
- * per call at one in 16 against COLLPROF_LAUNCH_SAMPLE=0, measured with
- * test/gpu/overhead.sh EXTRA=collprof-nolaunch), presumably because an
- * event between two NCCL kernels keeps the second from starting before the
- * first has ended; the timed call is that much slower itself (launch times
- * 1.06-1.12 of the CUDA-event time at 1-4 MiB, 1.00-1.02 from 16 MiB).
- * One in 16 cost about 1% of the sweep's mean bus bandwidth, hence one in
- * 64 by default, and the least interval for small calls.  Results are read with cuEventQuery at the thread's
- * next sampled launch, never waited for, and at finalize with a bounded
- * wait (200 ms).  A launch on a stream being captured into a CUDA graph is
- * never timed (an event record would become a node of the user's graph),
- * and nothing else is called then; every other event call runs in relaxed
- * capture mode, since a cuEventQuery while the thread (or, in global mode,
- * any thread) captures invalidates the application's graph.
- * At most CP_LT_SLOTS launches are in flight per process; beyond that a
- * sample is skipped and counted.  The CUDA driver is found with dlopen at
- * plugin init; without it nothing is timed, nothing is counted and
- * nothing is said (CPU machines, the replay tool).
+ * sampled one cuStreamIsCapturing, cuCtxGetCurrent, two cuEventRecord, one
+ * cuEventQuery (the idle test) and the capture-mode switches around them
+ * (no system call), and later one query and cuEventElapsedTime.  On the
+ * GPU a timed launch costs 5-9 us (H200, 4 ranks, all-reduce 16-64 MiB,
+ * where the loop is GPU-bound: +0.3-0.6 us per call at one in 16 against
+ * COLLPROF_LAUNCH_SAMPLE=0, measured with test/gpu/overhead.sh
+ * EXTRA=collprof-nolaunch), presumably because an event between two NCCL
+ * kernels keeps the second from starting before the first has ended; the
+ * timed call is that much slower itself (launch times 1.06-1.12 of the
+ * CUDA-event time at 1-4 MiB, 1.00-1.02 from 16 MiB).  One in 16 cost
+ * about 1% of the sweep's mean bus bandwidth, hence one in 64 by default,
+ * and the least interval for small calls.  Results are read with
+ * cuEventQuery at the thread's next sampled launch, never waited for, and
+ * at finalize with a bounded wait (200 ms).  A launch on a stream being
+ * captured into a CUDA graph is never timed (an event record would become
+ * a node of the user's graph), and nothing else is called then; every
+ * other event call runs in relaxed capture mode, since a cuEventQuery
+ * while the thread (or, in global mode, any thread) captures invalidates
+ * the application's graph.  At most CP_LT_SLOTS launches are in flight per
+ * process; beyond that a sample is skipped and counted.  The CUDA driver
+ * is found with dlopen at plugin init; without it nothing is timed,
+ * nothing is counted and nothing is said (CPU machines, the replay tool).
  */
 #ifndef COLLPROF_LAUNCH_TIMER_H
 #define COLLPROF_LAUNCH_TIMER_H

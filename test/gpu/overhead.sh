@@ -47,11 +47,11 @@
 #                     default before the least interval between them)
 #   collprof-lt-first collprof defaults timing only each thread's first
 #                     launch: what the timer costs beyond its timed launches
-# CONFIGS="none collprof ..." replaces the four standard configurations
-# (then EXTRA adds to them); MAX (default 64M) is the sweep's largest size.
 #   collprof-other    collprof defaults from another build, the one in
 #                     $COLLPROF_OTHER_BUILD (lib/): two builds side by side
 #                     in one run, as no two runs on a shared host compare
+# CONFIGS="none collprof ..." replaces the four standard configurations
+# (then EXTRA adds to them); MAX (default 64M) is the sweep's largest size.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 B=${COLLPROF_BUILD:-$TOP/build}
