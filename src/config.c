@@ -189,6 +189,14 @@ static void load(cp_config *c) {
   get_num("COLLPROF_LAUNCH_INTERVAL_US", 0, 3600000000ull, &v);
   c->launch_interval_us = (uint32_t)v;
 
+  v = 1;
+  get_num("COLLPROF_LAUNCH_RUN", 1, 1024, &v);
+  c->launch_run = (uint32_t)v;
+
+  v = 2;
+  get_num("COLLPROF_LAUNCH_RUN_GAP_US", 0, 1000000, &v);
+  c->launch_run_gap_us = (uint32_t)v;
+
   const char *p = getenv("COLLPROF_PERIODS");
   if (p && *p) {
     const char *why = NULL;

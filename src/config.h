@@ -21,6 +21,11 @@ typedef struct cp_config {
   uint32_t launch_interval_us; /* COLLPROF_LAUNCH_INTERVAL_US: the least mean time
                                between two timed launches of one thread
                                (0: one in N only; default 5000) */
+  uint32_t launch_run;      /* COLLPROF_LAUNCH_RUN: consecutive launches timed as
+                               one run, one event pair around them (default 1;
+                               launch_timer.h, "Runs") */
+  uint32_t launch_run_gap_us; /* COLLPROF_LAUNCH_RUN_GAP_US: the longest host gap
+                               between two calls of a run (default 2) */
   char periods[128];        /* COLLPROF_PERIODS delay:duration[:repeat], "" none */
   int trace_on;             /* COLLPROF_TRACE (default 1) */
   int capture;              /* COLLPROF_CAPTURE (default 0): write fixtures */

@@ -75,9 +75,15 @@ typedef struct lt_slot {
   CUevent ev0, ev1;
   CUstream stream;
   uint64_t launch_handle, handle, bytes, start_ns;
-  uint32_t path, type, comm_index, nops;
+  uint32_t path, type, comm_index;
+  uint32_t nops;           /* Coll/P2p claimed by all launches of the run */
+  uint32_t want, n;        /* launches the run is to hold, and holds so far */
+  uint32_t cur_nops, cur_path;   /* the claims of the run's latest launch */
+  uint64_t cur_bytes;
+  uint64_t gend_ns;        /* host time of the run's latest GroupApi stop */
   int32_t rank, tid;
-  uint8_t first, multi, idle;
+  uint8_t first, multi, idle, mixed;
+  uint8_t between;         /* a run between two of its calls (no launch open) */
 } lt_slot;
 
 static lt_slot g_slot[CP_LT_SLOTS];
@@ -85,6 +91,8 @@ static _Atomic uint32_t g_hint;
 static _Atomic uint64_t g_timed, g_unattr, g_skipped, g_unread, g_idle;
 static _Atomic int g_child;
 static uint64_t g_interval_ns;   /* COLLPROF_LAUNCH_INTERVAL_US, in ns */
+static uint32_t g_run = 1;       /* COLLPROF_LAUNCH_RUN */
+static uint64_t g_run_gap_ns;    /* COLLPROF_LAUNCH_RUN_GAP_US, in ns */
 int cp_lt_every;
 
 static void after_fork_child(void) {
@@ -100,6 +108,8 @@ void cp_lt_setup(void) {
   const cp_config *c = cp_config_get();
   const int n = c->launch_sample;
   g_interval_ns = (uint64_t)c->launch_interval_us * 1000u;
+  g_run = c->launch_run ? c->launch_run : 1;
+  g_run_gap_ns = (uint64_t)c->launch_run_gap_us * 1000u;
   if (n > 0) pthread_once(&cu_once, cu_load);   /* here, at init: no dlopen in a callback */
   /* No driver: the callbacks need not count launches for nothing. */
   if (!atomic_load(&g_child) && cu.ok) __atomic_store_n(&cp_lt_every, n, __ATOMIC_RELAXED);
@@ -186,6 +196,10 @@ static int slot_events(lt_slot *s, CUcontext ctx) {
 /* Read one PENDING slot into t's profile; 1 if it is done with (read or
  * given up), 0 if the GPU is not there yet. */
 static int read_slot(cp_thr *t, lt_slot *s, int give_up) {
+  if (!s->err && !s->stopped && s->n < s->want) {   /* a run cut short (finalize) */
+    atomic_fetch_add(&g_skipped, s->n);
+    return 1;
+  }
   int pushed = with_ctx_begin(s->ctx);
   CUresult q = pushed < 0 || s->err || !s->stopped ? (CUresult)-1 : cu.ev_query(s->ev1);
   float ms = 0;
@@ -193,15 +207,17 @@ static int read_slot(cp_thr *t, lt_slot *s, int give_up) {
   with_ctx_end(pushed);
   if (q == CUDA_ERROR_NOT_READY && !give_up) return 0;
   if (q != CUDA_SUCCESS) {
-    atomic_fetch_add(&g_unread, 1);
+    atomic_fetch_add(&g_unread, s->n);
     return 1;
   }
   const uint64_t ns = ms > 0 ? (uint64_t)((double)ms * 1e6 + 0.5) : 0;
-  atomic_fetch_add(&g_timed, 1);
-  const int attributed = s->nops == 1 && !s->multi;
-  if (!attributed) atomic_fetch_add(&g_unattr, 1);
-  if (s->idle) atomic_fetch_add(&g_idle, 1);
-  else if (attributed && !s->first) cp_profile_launch_t(t, s->path, ns);
+  atomic_fetch_add(&g_timed, s->n);
+  /* one Coll/P2p per launch, all of one path */
+  const int attributed =
+      s->nops == s->n && !s->multi && !s->mixed && s->cur_path == s->path && s->cur_bytes == s->bytes;
+  if (!attributed) atomic_fetch_add(&g_unattr, s->n);
+  if (s->idle) atomic_fetch_add(&g_idle, s->n);
+  else if (attributed && !s->first) cp_profile_launch_t(t, s->path, ns, s->n);
   if (atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed)) {
     cp_rec r;
     memset(&r, 0, sizeof r);
@@ -221,6 +237,7 @@ static int read_slot(cp_thr *t, lt_slot *s, int give_up) {
     r.d.launch.gpu_ns = ns;
     r.d.launch.bytes = attributed ? s->bytes : 0;
     r.d.launch.nops = s->nops;
+    r.d.launch.launches = s->n;
     r.d.launch.first = s->first;
     r.d.launch.multi = s->multi;
     r.d.launch.idle = s->idle;
@@ -282,9 +299,17 @@ static void start_timed(cp_thr *t, void *stream, uint64_t launch_handle, uint32_
   s->comm_index = comm_index;
   s->rank = rank;
   s->tid = t->tid;
-  s->nops = 0;
+  s->nops = s->cur_nops = s->cur_path = 0;
+  s->cur_bytes = 0;
+  s->n = 1;
+  /* A run never holds the thread's first launch (connection set-up), nor
+   * more than one in COLLPROF_LAUNCH_SAMPLE (so the countdown, which the
+   * run's launches also count, is never due inside a run). */
+  const uint32_t k = t->lt_run ? t->lt_run : g_run;
+  s->want = first ? 1 : k < (uint32_t)cp_lt_every ? k : (uint32_t)cp_lt_every;
+  s->gend_ns = 0;
   s->first = (uint8_t)first;
-  s->multi = s->idle = 0;
+  s->multi = s->idle = s->mixed = s->between = 0;
   t->lt_cur = t->lt_prev = idx + 1;
 }
 
@@ -323,9 +348,7 @@ static lt_slot *my_slot(cp_thr *t) {
  * and stop); such a launch is marked idle and kept out of the per-path
  * numbers.  With the stream busy, the kernel starts when the work before
  * it ends, and the span is the kernel's. */
-void cp_lt_launch_stop_slow(cp_thr *t) {
-  lt_slot *s = my_slot(t);
-  if (!s || s->err || s->stopped) return;
+static void record_stop(lt_slot *s) {
   const int mode = relaxed_begin();
   s->idle = cu.ev_query(s->ev0) == CUDA_SUCCESS;
   if (cu.ev_record(s->ev1, s->stream) != CUDA_SUCCESS) s->err = 1;
@@ -333,36 +356,132 @@ void cp_lt_launch_stop_slow(cp_thr *t) {
   relaxed_end(mode);
 }
 
+/* For a run, "idle" says more: the start event had completed before the
+ * run's last launch was queued, so the GPU had caught up with the host
+ * somewhere in the run and may have waited for it between two launches.
+ * Not idle: the GPU had not begun the run when all of it was queued, so
+ * the span holds the run's kernels back to back and nothing else the host
+ * queued in between (the gap limit keeps that to what fits in
+ * COLLPROF_LAUNCH_RUN_GAP_US). */
+void cp_lt_launch_stop_slow(cp_thr *t) {
+  lt_slot *s = my_slot(t);
+  if (!s || s->err || s->stopped || s->between || s->n < s->want) return;
+  record_stop(s);
+}
+
 void cp_lt_claim_slow(cp_thr *t, uint32_t path, uint32_t type, uint64_t bytes, uint64_t handle) {
   lt_slot *s = my_slot(t);
-  if (s && s->nops++ == 0) {
-    s->path = path;
-    s->type = type;
-    s->bytes = bytes;
-    s->handle = handle;
+  if (!s) return;
+  if (s->between) {   /* work of a call that launched nothing: not the run's */
+    s->mixed = 1;
+    return;
   }
+  s->nops++;
+  if (s->cur_nops++ == 0) {
+    s->cur_path = path;
+    s->cur_bytes = bytes;
+    if (s->n == 1) {
+      s->path = path;
+      s->type = type;
+      s->bytes = bytes;
+      s->handle = handle;
+    }
+  }
+}
+
+/* The thread's next run length from how this one ended: twice as long
+ * after a clean one (up to COLLPROF_LAUNCH_RUN), half as long after one
+ * that was idle, mixed, split or dropped.  So where the host barely keeps
+ * ahead of the GPU (the GPU catches up within 8 launches but not within
+ * 2) runs settle at a length that still yields samples, and a thread
+ * whose calls alternate between paths falls back to single launches. */
+static void adapt(cp_thr *t, const lt_slot *s, int clean) {
+  if (s->first) return;   /* not a run: connection set-up, and the host's first launch */
+  uint32_t k = clean ? s->want * 2 : s->want / 2;
+  t->lt_run = k < 1 ? 1 : k > g_run ? g_run : k;
+}
+
+static void to_pending(cp_thr *t, lt_slot *s) {
+  t->lt_cur = 0;
+  int e = LT_ARMED;
+  atomic_compare_exchange_strong_explicit(&s->state, &e, LT_PENDING, memory_order_release, memory_order_relaxed);
+}
+
+/* A run that cannot go on before its stop event was recorded: whatever the
+ * host queued since its last launch would be in the span, so nothing is
+ * read; its launches are counted skipped. */
+static void drop_run(cp_thr *t, lt_slot *s) {
+  adapt(t, s, 0);
+  t->lt_cur = 0;
+  atomic_fetch_add(&g_skipped, s->n);
+  int e = LT_ARMED;
+  atomic_compare_exchange_strong_explicit(&s->state, &e, LT_FREE, memory_order_release, memory_order_relaxed);
+}
+
+void cp_lt_group_stop_slow(cp_thr *t, uint64_t now) {
+  lt_slot *s = my_slot(t);
+  if (s && !s->between) s->gend_ns = now;
 }
 
 void cp_lt_close_slow(cp_thr *t) {
   lt_slot *s = my_slot(t);
-  t->lt_cur = 0;
-  int e = LT_ARMED;
-  if (s) atomic_compare_exchange_strong_explicit(&s->state, &e, LT_PENDING, memory_order_release,
-                                                 memory_order_relaxed);
+  if (!s) return;
+  if (s->between) {   /* a call without a launch between two of the run's */
+    drop_run(t, s);
+    return;
+  }
+  if (s->cur_nops != 1 || s->cur_path != s->path || s->cur_bytes != s->bytes) s->mixed = 1;
+  if (s->stopped || s->err || s->n >= s->want) {
+    adapt(t, s, s->stopped && !s->idle && !s->mixed && !s->multi && s->n == s->want);
+    to_pending(t, s);
+    return;
+  }
+  /* A run to go on: this call's launch held one Coll/P2p of the run's path,
+   * and the application did next to nothing between the two calls (a
+   * kernel it queued on the stream would be inside the span). */
+  const uint64_t now = cp_clock_now();
+  if (s->mixed || !s->gend_ns || now - s->gend_ns > g_run_gap_ns) {
+    drop_run(t, s);
+    return;
+  }
+  s->between = 1;
 }
 
-void cp_lt_second_launch_slow(cp_thr *t) {
+int cp_lt_open_launch_slow(cp_thr *t, void *stream) {
   lt_slot *s = my_slot(t);
-  if (s) s->multi = 1;
-  cp_lt_close_slow(t);
+  if (!s) return 0;
+  if (s->between) {   /* the run's next call */
+    if (stream != s->stream) {
+      drop_run(t, s);
+      return 0;
+    }
+    s->between = 0;
+    s->n++;
+    s->cur_nops = 0;
+    s->cur_path = 0;
+    s->cur_bytes = 0;
+    if (t->lt_left) t->lt_left--;
+    return 1;
+  }
+  /* A second launch of one group: the group's work is spread over them.
+   * A run not yet stopped ends here, before the new kernel is queued. */
+  if (!s->stopped && !s->err) record_stop(s);
+  s->multi = 1;
+  adapt(t, s, 0);
+  to_pending(t, s);
+  return 0;
 }
 
 void cp_lt_finish(int wait_ms) {
   if (atomic_load(&g_child) || !cu.ok) return;
   cp_thr *t = cp_thr_get();
   if (!t) return;
-  if (t->lt_cur) cp_lt_close_slow(t);
-  /* Other threads' open launches: their groups are over by now. */
+  if (t->lt_cur) {
+    cp_lt_close_slow(t);
+    if (t->lt_cur) to_pending(t, &g_slot[t->lt_cur - 1]);   /* a run between calls */
+  }
+  /* Other threads' open launches: their groups are over by now (a run
+   * between two calls is read as cut short). */
   for (int i = 0; i < CP_LT_SLOTS; i++) {
     int e = LT_ARMED;
     atomic_compare_exchange_strong(&g_slot[i].state, &e, LT_PENDING);

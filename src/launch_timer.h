@@ -30,6 +30,26 @@
  * exactly one, the time is that path's; with none or several (an
  * all-to-all, grouped collectives) it is counted as not attributed.
  *
+ * Runs (COLLPROF_LAUNCH_RUN=K, default 1): the event pair goes around K
+ * consecutive launches of the thread instead of one, and the span over K
+ * is each one's time.  Why: the events themselves cost the GPU 3-8 us
+ * around the launch they bracket (an event between two NCCL kernels keeps
+ * the second from starting before the first has ended, where they would
+ * otherwise overlap), which is 20-40% of a 1 MiB call on H200; around K
+ * back-to-back calls that cost is shared K ways.  A run goes on only while
+ * each call launches one kernel on the same stream for one Coll/P2p of the
+ * same path and size, and the application spends at most COLLPROF_LAUNCH_RUN_GAP_US
+ * (default 2) between the end of one call and the start of the next: work
+ * it queued on the stream in between would be inside the span, and no CUDA
+ * call that queues work returns that fast.  A run that cannot go on is
+ * dropped (its launches counted skipped), since its stop event was not yet
+ * recorded and the stream may since hold other work; one whose start event
+ * had completed before its last launch was queued is idle (below).  So K
+ * suits loops of one collective issued back to back on a stream of their
+ * own (benchmarks, bucketed gradient reductions); it stays off by default
+ * because a kernel the application queues between two calls in less than
+ * the gap (another thread's, say) would be counted as the path's.
+ *
  * Idle streams: when the start event has completed by the KernelLaunch
  * stop (one cuEventQuery), the stream had run dry and the GPU waited for
  * the host's launch (8-12 us of NCCL 2.28's launch call on H200), which
@@ -101,17 +121,20 @@ void cp_lt_launch_start_slow(cp_thr *t, void *stream, uint64_t launch_handle, ui
 void cp_lt_launch_stop_slow(cp_thr *t);
 void cp_lt_claim_slow(cp_thr *t, uint32_t path, uint32_t type, uint64_t bytes, uint64_t handle);
 void cp_lt_close_slow(cp_thr *t);
-/* A launch while a timed one of the same group is open: the group's work
- * is spread over launches, so the timed one is not attributed. */
-void cp_lt_second_launch_slow(cp_thr *t);
+void cp_lt_group_stop_slow(cp_thr *t, uint64_t now);
+/* A launch while the thread has a timed one open: 1 when it is the next
+ * call of a run (and so taken into it); else 0, the open one closed: a
+ * second launch of one group (its work is spread over launches, so the
+ * timed one is not attributed) or a run that cannot go on. */
+int cp_lt_open_launch_slow(cp_thr *t, void *stream);
 
 /* KernelLaunch start on the calling thread: time it when it is this
  * thread's first or its turn (lt_left counts down to it; the slow path
- * sets the next spacing, cp_lt_spacing). */
+ * sets the next spacing, cp_lt_spacing), or take it into the open run. */
 static inline void cp_lt_launch_start(cp_thr *t, void *stream, uint64_t launch_handle, uint32_t comm_index,
                                       int32_t rank) {
   if (!cp_lt_every) return;
-  if (__builtin_expect(t->lt_cur != 0, 0)) cp_lt_second_launch_slow(t);
+  if (__builtin_expect(t->lt_cur != 0, 0) && cp_lt_open_launch_slow(t, stream)) return;
   if (t->lt_left) {
     t->lt_left--;
     return;
@@ -126,9 +149,14 @@ static inline void cp_lt_launch_stop(cp_thr *t) {
 static inline void cp_lt_claim(cp_thr *t, uint32_t path, uint32_t type, uint64_t bytes, uint64_t handle) {
   if (__builtin_expect(t->lt_cur != 0, 0)) cp_lt_claim_slow(t, path, type, bytes, handle);
 }
-/* A GroupApi start: the previous group's launch takes no more work. */
+/* A GroupApi start: the previous group's launch takes no more work (a run
+ * may go on to this call's launch). */
 static inline void cp_lt_group_start(cp_thr *t) {
   if (__builtin_expect(t->lt_cur != 0, 0)) cp_lt_close_slow(t);
+}
+/* A GroupApi stop at now (host clock): where a run's host gap begins. */
+static inline void cp_lt_group_stop(cp_thr *t, uint64_t now) {
+  if (__builtin_expect(t->lt_cur != 0, 0)) cp_lt_group_stop_slow(t, now);
 }
 
 /* Read every launch still in flight, waiting at most wait_ms for the GPU
@@ -143,6 +171,8 @@ typedef struct cp_lt_counts {
   uint64_t skipped;       /* wanted, not timed: stream capturing, all slots in
                              flight, no context, a CUDA error */
   uint64_t unread;        /* recorded, never read (GPU not done by finalize) */
+  /* all five count launches: a run (COLLPROF_LAUNCH_RUN) counts each of its
+   * own; a run that could not go on is counted skipped */
   uint64_t idle;          /* of the timed: the stream had run dry before the
                              kernel arrived (so the time holds host launch
                              latency): kept out of the per-path numbers */

@@ -1007,7 +1007,10 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
     if (UNLIKELY(kch) && kch_ok) cp_profile_gpu_t(t, path, ge - gs, 0);
   }
   if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
-  if (type == ncclProfileGroupApi) cp_mask_on_group_stop();   /* may switch KernelCh */
+  if (type == ncclProfileGroupApi) {
+    cp_mask_on_group_stop();   /* may switch KernelCh */
+    cp_lt_group_stop(t, now);
+  }
   else if (type == ncclProfileKernelLaunch) cp_lt_launch_stop(t);
   return NCCL_OK;
 }

@@ -67,12 +67,13 @@ static inline void cp_profile_gpu_t(cp_thr *t, uint32_t path, uint64_t gpu_ns, i
   }
 }
 
-/* A timed kernel launch whose one Coll/P2p is on path (launch_timer.h). */
-static inline void cp_profile_launch_t(cp_thr *t, uint32_t path, uint64_t ns) {
+/* A timed kernel launch, or a run of launches, each with one Coll/P2p on
+ * path (launch_timer.h): ns is the whole span. */
+static inline void cp_profile_launch_t(cp_thr *t, uint32_t path, uint64_t ns, uint32_t launches) {
   cp_prof_ent *e = cp_prof_ent_get(t, path);
   if (!e) return;
   cp_inc(&e->launch_ns, ns);
-  cp_inc(&e->launch_samples, 1);
+  cp_inc(&e->launch_samples, launches);
 }
 
 /* Add every thread's numbers into out[0..n) (calls, total_ns, self_ns,

@@ -50,7 +50,7 @@ typedef struct cp_rec {
     /* a timed kernel launch (launch_timer.h): parent_obj is the
      * KernelLaunch's handle, event_addr its one Coll/P2p's (0: none or
      * several, nops of them), start_ns the host time of the launch */
-    struct { uint64_t gpu_ns, bytes; uint32_t nops; uint8_t first, multi, idle; } launch;
+    struct { uint64_t gpu_ns, bytes; uint32_t nops, launches; uint8_t first, multi, idle; } launch;
   } d;
 } cp_rec;
 

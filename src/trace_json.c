@@ -369,6 +369,8 @@ static size_t launch_line(const cp_rec *r, char *buf) {
   p = jf_u64(p, r->d.launch.bytes);
   p = JF_LIT(p, ",\"ops\":");
   p = jf_u64(p, r->d.launch.nops);
+  p = JF_LIT(p, ",\"launches\":");
+  p = jf_u64(p, r->d.launch.launches);
   p = JF_LIT(p, ",\"gpuDuration\":");
   p = jf_us3(p, r->d.launch.gpu_ns);
   p = JF_LIT(p, ",\"first\":");

@@ -18,7 +18,8 @@ timestamps of late-read channels can belong to other kernels, and a few
 such spans dominate a mean).  Exit 1 if one does not.
 
 With gpuLaunch records (src/launch_timer.h) a second table sets timed
-kernel launches beside the same CUDA-event times and is the one judged:
+kernel launches beside the same CUDA-event times (a run of k launches,
+COLLPROF_LAUNCH_RUN, is one sample of its span over k) and is the one judged:
 launches timed on an idle stream are counted but not used (collprof keeps
 them out of a path's numbers: they hold the host's launch latency), and a
 size with only such launches is judged on its KernelCh spans.
@@ -58,10 +59,11 @@ def main():
             op = OP.get(r.get("func"))
             if op and r.get("type") == "ncclProfileColl" and not r.get("first") and r.get("eventAddr"):
                 b = int(r.get("bytes", 0)) * (n if op in ("allgather", "reducescatter") else 1)
+                k = int(r.get("launches", 1)) or 1   # a run (COLLPROF_LAUNCH_RUN): its span over k
                 if r.get("idle"):
-                    idle[(op, b)] = idle.get((op, b), 0) + 1
+                    idle[(op, b)] = idle.get((op, b), 0) + k
                 else:
-                    launches.setdefault((op, b), []).append(float(r["gpuDuration"]))
+                    launches.setdefault((op, b), []).append(float(r["gpuDuration"]) / k)
             continue
         if r.get("recordType") != "event":
             continue

@@ -45,6 +45,8 @@
 #   collprof-lt-count collprof defaults with COLLPROF_LAUNCH_INTERVAL_US=0:
 #                     one launch in 64 timed however fast calls come (the
 #                     default before the least interval between them)
+#   collprof-run8     collprof defaults timing launches in runs of 8
+#                     (COLLPROF_LAUNCH_RUN=8): one event pair per 8 launches
 #   collprof-lt-first collprof defaults timing only each thread's first
 #                     launch: what the timer costs beyond its timed launches
 #   collprof-other    collprof defaults from another build, the one in
@@ -90,6 +92,7 @@ config_env() {
     collprof-nolaunch) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=0" ;;
     collprof-lt-first) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=1000000000" ;;
     collprof-lt-count) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_INTERVAL_US=0" ;;
+    collprof-run8) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_RUN=8" ;;
     collprof-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_TRACE=0" ;;
     collprof-all-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_TRACE=0" ;;
     collprof-other)

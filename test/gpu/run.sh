@@ -9,7 +9,8 @@
 # communicator, CUDA graph) on NP ranks, one GPU each, then check_run.py
 # (exact calls per Coll/P2p path and bytes, GPU times, every rank file
 # parses); then a sweep of sizes >= 1 MiB, 200 calls each, checked the
-# same way and by gpu_time.py (sampled vs CUDA-event time within 20%).
+# same way and by gpu_time.py (sampled vs CUDA-event time within 20%), and
+# again with launches timed in runs of 8 (COLLPROF_LAUNCH_RUN).
 # Then, when there are 2 GPUs or more, one process driving 2 GPUs from two
 # threads.  Output folders stay in $RUN_OUT (default a temporary folder).
 # APP_ARGS adds app options to every run (e.g. "--phases sweep,split");
@@ -48,6 +49,7 @@ run() {
     -x NCCL_PROFILER_PLUGIN="$PLUGIN" -x COLLPROF_OUTPUT_DIR="$d/prof" -x COLLPROF_QUIET=1 \
     ${COLLPROF_LAUNCH_SAMPLE:+-x COLLPROF_LAUNCH_SAMPLE=$COLLPROF_LAUNCH_SAMPLE} \
     ${COLLPROF_LAUNCH_INTERVAL_US:+-x COLLPROF_LAUNCH_INTERVAL_US=$COLLPROF_LAUNCH_INTERVAL_US} \
+    ${COLLPROF_LAUNCH_RUN:+-x COLLPROF_LAUNCH_RUN=$COLLPROF_LAUNCH_RUN} \
     "$APP" --out "$d/app" "$@" ${APP_ARGS:-} >"$d/app.log" 2>&1
   local rc=$?
   grep -E '^collprof|avg bus' "$d/app.log" | sed 's/^/   /' | tail -n 20
@@ -73,11 +75,17 @@ for np in "${nps[@]}"; do
   # 5 ms, which at 1 MiB would leave a size one sample): 12-14 timed
   # launches per size.
   COLLPROF_LAUNCH_SAMPLE=16 COLLPROF_LAUNCH_INTERVAL_US=0 run "gt$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20
-  if [ -e "$RUN_OUT/gt$np/app/sweep.json" ]; then
-    echo "== gt$np: sampled GPU time vs CUDA events (COLLPROF_GPU_SAMPLE default)"
-    python3 "$TOP/test/gpu/gpu_time.py" "$RUN_OUT/gt$np/app/sweep.json" \
-      "$RUN_OUT/gt$np/prof/rank0.jsonl" || fail=$((fail + 1))
-  fi
+  # The same with runs of 8 launches around one event pair
+  # (COLLPROF_LAUNCH_RUN, launch_timer.h "Runs"): the events' own cost
+  # shared 8 ways.
+  COLLPROF_LAUNCH_SAMPLE=16 COLLPROF_LAUNCH_INTERVAL_US=0 COLLPROF_LAUNCH_RUN=8 \
+    run "gr$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20
+  for g in gt gr; do
+    [ -e "$RUN_OUT/$g$np/app/sweep.json" ] || continue
+    echo "== $g$np: sampled GPU time vs CUDA events (COLLPROF_GPU_SAMPLE default)"
+    python3 "$TOP/test/gpu/gpu_time.py" "$RUN_OUT/$g$np/app/sweep.json" \
+      "$RUN_OUT/$g$np/prof/rank0.jsonl" || fail=$((fail + 1))
+  done
 done
 if [ "$ngpu" -ge 2 ]; then
   run threads2 1 --gpus-per-proc 2 --iters 10 --warmup 2 --max 4M
