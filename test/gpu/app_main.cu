@@ -5,7 +5,7 @@
  *   mpirun -np N collprof-gpu-app [--min 8] [--max 64M] [--factor 2]
  *       [--iters 20] [--warmup 5] [--ops allreduce,allgather,...|all]
  *       [--phases sweep,split,graph|all] [--replays 10] [--gpus-per-proc 1|2]
- *       [--iter-times] [--gpu-bound] [--out DIR]
+ *       [--iter-times] [--gpu-bound] [--interleave-us N] [--out DIR]
  *
  * Phases, each on every GPU thread:
  *   sweep  every op of --ops at sizes --min..--max (x --factor), --warmup
@@ -24,6 +24,11 @@
  *          (a loop of ~10 us calls is host-bound, the profiler's own cost
  *          included); sweep.json then says per size how long the spin and
  *          the issuing took (issuing longer than the spin: not GPU-bound)
+ *          --interleave-us N queues a kernel spinning N us on the same
+ *          stream after every call (warm-up and timed), as an application
+ *          computing between collectives would: the CUDA-event time per
+ *          call then holds it, a profiler's GPU time of the collective
+ *          must not (test/gpu/interleave_check.py)
  *   split  ncclCommSplit of the world communicator (2 halves from 4 NCCL
  *          ranks on, else one copy) named "split"; AllReduce, Broadcast and
  *          AllGather on it interleaved with AllReduce on "world", each call
@@ -52,7 +57,8 @@ static struct {
   int ops[NOPS], phase_sweep, phase_split, phase_graph;
   const char *out;
   int iter_times, gpu_bound;
-} opt = {8, 64u << 20, 2, 20, 5, 10, 1, {1, 1, 1, 1, 1, 1}, 1, 1, 1, ".", 0, 0};
+  double interleave_us;
+} opt = {8, 64u << 20, 2, 20, 5, 10, 1, {1, 1, 1, 1, 1, 1}, 1, 1, 1, ".", 0, 0, 0};
 
 typedef struct gpu_thr {
   int t, nccl_rank, nccl_n, dev;
@@ -158,7 +164,11 @@ static void phase_sweep(gpu_thr *g) {
     int k = 0;
     for (double sz = (double)opt.min; sz <= (double)opt.max && k < MAXSIZES; sz *= opt.factor, k++) {
       size_t used = 0;
-      for (int i = 0; i < opt.warmup; i++) used = app_op(w, op, (size_t)sz);
+      const unsigned long long inter_ns = (unsigned long long)(opt.interleave_us * 1000.0);
+      for (int i = 0; i < opt.warmup; i++) {
+        used = app_op(w, op, (size_t)sz);
+        if (inter_ns) spin_kernel<<<1, 1, 0, w->stream>>>(inter_ns);
+      }
       long long real_ns = 0, mono_ns = 0, issue0 = 0;
       const double spin_us = opt.iters * 40.0 > 2000.0 ? opt.iters * 40.0 : 2000.0;
       if (opt.gpu_bound) {
@@ -172,12 +182,16 @@ static void phase_sweep(gpu_thr *g) {
         CUDACHECK(cudaEventRecord(a, w->stream));
         for (int i = 0; i < opt.iters; i++) {
           used = app_op(w, op, (size_t)sz);
+          if (inter_ns) spin_kernel<<<1, 1, 0, w->stream>>>(inter_ns);
           CUDACHECK(cudaEventRecord(ev[i], w->stream));
           issued[i] = clock_ns(CLOCK_MONOTONIC);
         }
       } else {
         CUDACHECK(cudaEventRecord(a, w->stream));
-        for (int i = 0; i < opt.iters; i++) used = app_op(w, op, (size_t)sz);
+        for (int i = 0; i < opt.iters; i++) {
+          used = app_op(w, op, (size_t)sz);
+          if (inter_ns) spin_kernel<<<1, 1, 0, w->stream>>>(inter_ns);
+        }
       }
       CUDACHECK(cudaEventRecord(b, w->stream));
       const double issue_us = opt.gpu_bound ? (clock_ns(CLOCK_MONOTONIC) - issue0) / 1e3 : 0;
@@ -333,8 +347,9 @@ static void write_sweep(int n) {
   snprintf(path, sizeof path, "%s/sweep.json", opt.out);
   FILE *f = fopen(path, "w");
   if (!f) app_die("cannot write", path);
-  fprintf(f, "{\"nranks\":%d,\"iters\":%d,\"warmup\":%d,\"iterTimes\":%s,\"gpuBound\":%s,\"results\":[",
-          n, opt.iters, opt.warmup, g_iter_us ? "true" : "false", opt.gpu_bound ? "true" : "false");
+  fprintf(f, "{\"nranks\":%d,\"iters\":%d,\"warmup\":%d,\"iterTimes\":%s,\"gpuBound\":%s,\"interleaveUs\":%.1f,\"results\":[",
+          n, opt.iters, opt.warmup, g_iter_us ? "true" : "false", opt.gpu_bound ? "true" : "false",
+          opt.interleave_us);
   int first = 1;
   for (int op = 0; op < NOPS; op++) {
     if (!opt.ops[op] || !g_nsizes[op]) continue;
@@ -401,6 +416,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--iters")) opt.iters = atoi(v);
     else if (!strcmp(a, "--warmup")) opt.warmup = atoi(v);
     else if (!strcmp(a, "--replays")) opt.replays = atoi(v);
+    else if (!strcmp(a, "--interleave-us")) opt.interleave_us = atof(v);
     else if (!strcmp(a, "--gpus-per-proc")) opt.gpp = atoi(v) == 2 ? 2 : 1;
     else if (!strcmp(a, "--out")) opt.out = v;
     else if (!strcmp(a, "--ops")) parse_list(v, opt.ops, app_op_name, NOPS);

@@ -80,6 +80,17 @@ for np in "${nps[@]}"; do
   # shared 8 ways.
   COLLPROF_LAUNCH_SAMPLE=16 COLLPROF_LAUNCH_INTERVAL_US=0 COLLPROF_LAUNCH_RUN=8 \
     run "gr$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20
+  # Runs must not span the application's own work: a 20 us kernel queued
+  # on the stream after every call (runs dropped at the gap, or else read
+  # about 20 us high per launch: interleave_check.py).
+  COLLPROF_LAUNCH_SAMPLE=16 COLLPROF_LAUNCH_INTERVAL_US=0 COLLPROF_LAUNCH_RUN=8 \
+    run "gi$np" "$np" --phases sweep --ops allreduce,allgather --min 1M --max 16M --iters 200 --warmup 20 \
+    --interleave-us 20
+  if [ -e "$RUN_OUT/gi$np/app/sweep.json" ]; then
+    echo "== gi$np: timed launches with the app's kernel between calls"
+    python3 "$TOP/test/gpu/interleave_check.py" "$RUN_OUT/gi$np/app/sweep.json" \
+      "$RUN_OUT/gi$np/prof/rank0.jsonl" || fail=$((fail + 1))
+  fi
   for g in gt gr; do
     [ -e "$RUN_OUT/$g$np/app/sweep.json" ] || continue
     echo "== $g$np: sampled GPU time vs CUDA events (COLLPROF_GPU_SAMPLE default)"
