@@ -19,8 +19,7 @@ import json
 import statistics
 import sys
 
-OP = {"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter",
-      "Broadcast": "broadcast", "Reduce": "reduce"}
+from gpu_time import OP   # NCCL func name -> the app's op name (same folder)
 
 
 def main():
