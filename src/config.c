@@ -208,6 +208,7 @@ static void load(cp_config *c) {
   c->trace_on = 1;
   get_bool("COLLPROF_TRACE", &c->trace_on);
   get_bool("COLLPROF_CAPTURE", &c->capture);
+  get_bool("COLLPROF_PROXY_DEFER", &c->proxy_defer);
   get_bool("COLLPROF_QUIET", &c->quiet);
 
   v = DEF_POOL;

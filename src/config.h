@@ -29,6 +29,9 @@ typedef struct cp_config {
   char periods[128];        /* COLLPROF_PERIODS delay:duration[:repeat], "" none */
   int trace_on;             /* COLLPROF_TRACE (default 1) */
   int capture;              /* COLLPROF_CAPTURE (default 0): write fixtures */
+  int proxy_defer;          /* COLLPROF_PROXY_DEFER (default 0): NCCL's proxy-thread
+                               callbacks recorded and applied off that thread
+                               (proxy_defer.h) */
   int quiet;                /* COLLPROF_QUIET (default 0): only warnings */
   uint32_t pool_size;       /* COLLPROF_POOL_SIZE slots per chunk (default 1024) */
   uint64_t blacklist_cap;   /* COLLPROF_BLACKLIST_CAP (default 10,000,000) */

@@ -18,6 +18,7 @@
 #include "gpu_estimate.h"
 #include "launch_timer.h"
 #include "json_escape.h"
+#include "proxy_defer.h"
 #include "mask_control.h"
 #include "meta.h"
 #include "output.h"
@@ -186,6 +187,12 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             (unsigned long long)s->memory_bytes,
             s->per_event_cost_ns >= 0 && s->per_event_cost_ns < 1e15 ? s->per_event_cost_ns : 0.0);
   sb_str(b, cp_meta_command());
+  cp_defer_counts dc;   /* proxy_defer.h: only when proxy-thread callbacks were recorded */
+  cp_defer_get_counts(&dc);
+  if (dc.recorded)
+    sb_printf(b, ",\"proxyDeferred\":%llu,\"proxyDeferApplied\":%llu,\"proxyDeferFull\":%llu,\"proxyDeferStale\":%llu",
+              (unsigned long long)dc.recorded, (unsigned long long)dc.applied, (unsigned long long)dc.full,
+              (unsigned long long)dc.stale);
   sb_printf(b, ",\"comms\":[");
   for (size_t i = 0; i < s->ncomms; i++) {
     const collprof_comm_info *c = &s->comms[i];
@@ -308,6 +315,7 @@ int collprof_write_global(const int64_t *global_ids, size_t n) {
 void collprof_shutdown(void) {
   if (cp_trace_in_fork_child()) return;
   cp_output_mark_shut_down();
+  cp_defer_flush();   /* before the core stops taking callbacks */
   if (cp_plugin_stop) cp_plugin_stop();
   cp_mask_shutdown();
   collprof_write_local();

@@ -73,6 +73,7 @@
 #include "pool.h"
 #include "pool_owner.h"
 #include "profile.h"
+#include "proxy_defer.h"
 #include "registry.h"
 #include "strtab.h"
 #include "tls.h"
@@ -265,10 +266,18 @@ static void first_init(void) {
   cp_affinity_probe();
   if (cfg->trace_on) cp_trace_start();
   atomic_store(&cp_hot.trace_on, cfg->trace_on ? 1 : 0);
+  cp_defer_setup();   /* after the trace: its applier writes trace rings */
 }
 
 /* ---- helpers ---- */
 static inline int valid_type(uint64_t t) { return t && !(t & (t - 1)) && t <= ncclProfileKernelLaunch; }
+
+/* "Now" for an event: the clock, or the recorded time of a callback being
+ * applied later (proxy_defer.h). */
+static inline uint64_t ev_now(void) {
+  const uint64_t r = cp_replay_ns;
+  return LIKELY(!r) ? cp_clock_now() : r;
+}
 
 static void lifecycle(const cp_comm *c, uint64_t ctx, uint32_t mask, int fini) {
   if (!atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed)) return;
@@ -696,7 +705,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
     }
   }
   const int trace = !scratch && atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
-  const uint64_t now = cp_clock_now();
+  const uint64_t now = ev_now();
   uint32_t idx;
   const int own = cp_pool_enter(pool, t);
   if (pdec && ppool == pool) link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
@@ -768,7 +777,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   const uint32_t hold = (type & (ncclProfileColl | ncclProfileP2p)) && t->sampled ? kc_hold(d, type) : 0;
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
   const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
-  const uint64_t now = cp_clock_now();
+  const uint64_t now = ev_now();
   plink pl = {0, 0, 0, 0, 0};
   uint32_t idx;
   const int own = cp_pool_enter(pool, t);
@@ -838,7 +847,8 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
  * Returns 0 when the KernelCh span failed the slot check (not to be used
  * for the KernelCh's own path either). */
 static inline int kc_untrusted(const cp_pool *pp, uint64_t kc_seq) {
-  return kc_seq && __atomic_load_n(&pp->kc_ops, __ATOMIC_RELAXED) - kc_seq >= CP_KC_SLOT_TRUST;
+  const uint64_t r = cp_replay_kc_ops;   /* a recorded stop: the count when NCCL made it */
+  return kc_seq && (LIKELY(!r) ? __atomic_load_n(&pp->kc_ops, __ATOMIC_RELAXED) : r) - kc_seq >= CP_KC_SLOT_TRUST;
 }
 static inline __attribute__((always_inline)) int parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen,
                                                                int took_ref, uint64_t dur, int kch, uint64_t gs,
@@ -950,7 +960,7 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
                                                                    uint64_t h, int scratch) {
   const cp_handle_fields f = *pf;
   const int trace = !scratch && atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
-  const uint64_t now = cp_clock_now();
+  const uint64_t now = ev_now();
   const uint32_t ls = cp_slot_local(f.slot);
   const int own = cp_pool_enter(pool, t);
   cp_slot *s = cp_pool_slot(pool, ls);
@@ -1050,7 +1060,7 @@ __attribute__((noinline)) static void state_record(cp_thr *t, uint64_t h, uint32
     else arg = (uint64_t)(uintptr_t)a->data;
   }
   if (atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed)) {
-    const uint64_t now = cp_clock_now();   /* only the trace needs the time */
+    const uint64_t now = ev_now();   /* only the trace needs the time */
     if (LIKELY(eState >= 0 && eState < 256)) {
       const cp_srec r = {CP_REC_STATE_C, (uint8_t)((kind == 4 ? 0 : kind) | (pxn ? 8 : 0)), 0,
                          (uint8_t)eState, t->tid, h, now, arg};
@@ -1140,7 +1150,7 @@ static inline __attribute__((always_inline)) void state_put_fast(const cp_thr *t
     else arg = (uint64_t)(uintptr_t)a->data;
   }
   const cp_srec r = {CP_REC_STATE_C, (uint8_t)(kind | (pxn ? 8 : 0)), 0, (uint8_t)eState,
-                     t->tid, h, cp_clock_now(), arg};
+                     t->tid, h, ev_now(), arg};
   cp_trace_put_state_i(&r);
 }
 
@@ -1262,6 +1272,7 @@ static ncclResult_t init_common(void **context, uint64_t comm_id, int *mask, con
 
 static ncclResult_t fini_common(void *context) {
   const uint64_t ctxv = (uint64_t)(uintptr_t)context;
+  cp_defer_flush();   /* proxy-thread callbacks recorded so far reach the pools first */
   cp_comm *c = cp_registry_from_ctx(ctxv);
   if (!c) { bad(W_FINI_CTX, "finalize with a context collprof did not create; ignored"); return NCCL_OK; }
   int was = 0;
@@ -1298,15 +1309,23 @@ static ncclResult_t v5_init(void **context, uint64_t commId, int *mask, const ch
                             int nranks, int rank, ncclDebugLogger_t logfn) {
   return init_common(context, commId, mask, name, nNodes, nranks, rank, logfn);
 }
+/* Proxy-thread types and their handles go to proxy_defer.c when it is on
+ * (cp_defer_on is 0 otherwise: one load and a not-taken branch). */
 static ncclResult_t v5_start(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *d) {
+  if (UNLIKELY(d && cp_defer_type(d->type))) return cp_defer_start(context, eHandle, d, 0);
   return cp_core_start(context, eHandle, d, 0);
 }
+static ncclResult_t api_stop(void *eHandle) {
+  if (UNLIKELY(cp_defer_handle(eHandle))) return cp_defer_stop(eHandle);
+  return cp_core_stop(eHandle);
+}
 static ncclResult_t v5_state(void *eHandle, ncclProfilerEventState_v5_t st, ncclProfilerEventStateArgs_v5_t *a) {
+  if (UNLIKELY(cp_defer_handle(eHandle))) return cp_defer_state(eHandle, (int)st, a);
   return cp_core_state(eHandle, (int)st, a);
 }
 
 CP_EXPORT ncclProfiler_v5_t ncclProfiler_v5 = {
-  "collprof", v5_init, v5_start, cp_core_stop, v5_state, fini_common,
+  "collprof", v5_init, v5_start, api_stop, v5_state, fini_common,
 };
 
 /* ---- v4: uint8_t type, no API events, Coll/P2p parent is the Group ---- */
@@ -1351,14 +1370,16 @@ static ncclResult_t v4_start(void *context, void **eHandle, ncclProfilerEventDes
   if (!d) return cp_core_start(context, eHandle, NULL, 1);
   ncclProfilerEventDescr_v5_t v5;
   v4_to_v5(d, &v5);
+  if (UNLIKELY(cp_defer_type(v5.type))) return cp_defer_start(context, eHandle, &v5, 1);
   return cp_core_start(context, eHandle, &v5, 1);
 }
 static ncclResult_t v4_state(void *eHandle, ncclProfilerEventState_v4_t st, ncclProfilerEventStateArgs_v4_t *a) {
   ncclProfilerEventStateArgs_v5_t b;
   if (a) memcpy(&b, a, sizeof b);
+  if (UNLIKELY(cp_defer_handle(eHandle))) return cp_defer_state(eHandle, (int)st, a ? &b : NULL);
   return cp_core_state(eHandle, (int)st, a ? &b : NULL);
 }
 
 CP_EXPORT ncclProfiler_v4_t ncclProfiler_v4 = {
-  "collprof", v4_init, v4_start, cp_core_stop, v4_state, fini_common,
+  "collprof", v4_init, v4_start, api_stop, v4_state, fini_common,
 };

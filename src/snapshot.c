@@ -29,6 +29,7 @@
 #include "pool.h"
 #include "pool_owner.h"
 #include "profile.h"
+#include "proxy_defer.h"
 #include "registry.h"
 #include "strtab.h"
 #include "tls.h"
@@ -113,6 +114,7 @@ static uint64_t run_end_ns(void) {
 
 CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   if (!out) return -1;
+  cp_defer_flush();   /* recorded proxy-thread callbacks count */
   memset(out, 0, sizeof *out);
   const cp_config *cfg = cp_config_get();
   out->pid = (int)getpid();

@@ -85,6 +85,12 @@ typedef struct cp_thr {
 _Static_assert(offsetof(cp_thr, lt_cur) < 64 && offsetof(cp_thr, prof) == 64, "cp_thr: line 0 as laid out");
 
 extern __thread cp_thr *cp_tls_thr __attribute__((tls_model("initial-exec")));
+/* Non-zero while this thread applies recorded callbacks (proxy_defer.c):
+ * the host time the core takes for "now" instead of reading the clock. */
+extern __thread uint64_t cp_replay_ns __attribute__((tls_model("initial-exec")));
+/* Non-zero while a recorded KernelCh stop is applied: its parent pool's
+ * kc_ops when NCCL made the stop (plugin.c, kc_untrusted). */
+extern __thread uint64_t cp_replay_kc_ops __attribute__((tls_model("initial-exec")));
 
 cp_thr *cp_thr_slow(void);
 static inline cp_thr *cp_thr_get(void) {

@@ -381,7 +381,8 @@ static void after_fork_child(void) {
   atomic_store(&g_thr_running, 0);
 }
 
-__attribute__((noinline, cold)) static cp_ring *ring_attach(void) {
+/* A ring, free or new, not yet bound to any thread (NULL: none). */
+static cp_ring *ring_get(void) {
   if (!atomic_load(&g_started)) cp_trace_start();
   if (!atomic_load(&cp_trace_accept)) return NULL;
   cp_ring *rg;
@@ -412,10 +413,28 @@ __attribute__((noinline, cold)) static cp_ring *ring_attach(void) {
 got:
   rg->head_priv = atomic_load(&rg->head);
   rg->tail_cache = atomic_load(&rg->tail);
+  return rg;
+}
+
+__attribute__((noinline, cold)) static cp_ring *ring_attach(void) {
+  cp_ring *rg = ring_get();
+  if (!rg) return NULL;
   rg->tid = my_tid();
   cp_tl_ring = rg;
   pthread_setspecific(g_key, rg);
   return rg;
+}
+
+cp_ring *cp_trace_ring_for(int tid) {
+  cp_ring *rg = ring_get();
+  if (rg) rg->tid = tid;   /* ACTIVE, bound to no thread: never marked dead */
+  return rg;
+}
+
+cp_ring *cp_trace_ring_use(cp_ring *rg) {
+  cp_ring *prev = cp_tl_ring;
+  cp_tl_ring = rg;
+  return prev;
 }
 
 /* Room for n units at the head (n = 1, 2 or 4), a pad written first when a

@@ -31,4 +31,15 @@ int cp_trace_pid(void);
 /* The trace file's current name ("" before cp_trace_start). */
 void cp_trace_path(char *buf, size_t cap);
 
+/* A ring that one thread fills on behalf of another (proxy_defer.c: the
+ * applier writes the records of NCCL's proxy thread): its records carry
+ * tid as the thread that stopped them.  NULL when the trace is off or out
+ * of memory.  The ring is never given back; at most one thread at a time
+ * may write it.  cp_trace_ring_use makes rg the calling thread's ring
+ * (NULL: none, the next record attaches its own) and returns the one it
+ * replaces, to be put back the same way. */
+struct cp_ring;
+struct cp_ring *cp_trace_ring_for(int tid);
+struct cp_ring *cp_trace_ring_use(struct cp_ring *rg);
+
 #endif

@@ -17,12 +17,12 @@ for c in "collprof, trace on" "collprof, trace off" "do-nothing plugin"; do
 done
 # The proxy rows: one application thread and its proxy thread per
 # communicator, T=1 only, own against the do-nothing plugin run that way.
-for c in "with proxy, trace on" "with proxy, trace off"; do
+for c in "with proxy, trace on" "with proxy, trace off" "with proxy, deferred"; do
   ok "$c: ns/event and own ns reported" \
     awk -v c="$c" 'index($0, c) == 1 { r = substr($0, length(c) + 1); split(r, f, " +"); if (f[2] == 1 && f[3] + 0 > 0 && f[4] ~ /^-?[0-9]/) found = 1 } END { exit !found }' "$T/out"
 done
 ok "proxy rows only at T=1" \
-  awk '/^with proxy, [a-z-]+( [a-z-]+)? +[0-9]+ +[0-9.]+/ { r = $0; sub(/^with proxy, [a-z-]+( [a-z-]+)? +/, "", r); split(r, f, " +"); if (f[1] != 1) bad = 1; n++ } END { exit bad || n != 3 }' "$T/out"
+  awk '/^with proxy, [a-z-]+( [a-z-]+)? +[0-9]+ +[0-9.]+/ { r = $0; sub(/^with proxy, [a-z-]+( [a-z-]+)? +/, "", r); split(r, f, " +"); if (f[1] != 1) bad = 1; n++ } END { exit bad || n != 4 }' "$T/out"
 # The proxy thread sends exactly its part of every call (2 KernelCh and a
 # ProxyCtrl; the do-nothing plugin leaves the mask alone), and under
 # collprof each KernelCh finds its Coll in the application thread's pool.

@@ -87,6 +87,42 @@ for s in ar4_threads ag4_net ar_net; do
   run_case "$s/p0 no membarrier" "$FIX/$s/p0.jsonl" "" COLLPROF_TEST_NO_MEMBARRIER=1
 done
 
+# Proxy-thread callbacks recorded and applied later by collprof's own
+# thread (COLLPROF_PROXY_DEFER=1, src/proxy_defer.h): the same numbers,
+# paths, GPU spans and trace records as inline -- also with tiny pools, so
+# that slots are reused while applied records still name them.
+for f in "$FIX"/*/p0.jsonl "$FIX"/ag4_net/p3.jsonl; do
+  s=$(basename "$(dirname "$f")")/$(basename "$f" .jsonl)
+  run_case "$s deferred" "$f" "" COLLPROF_PROXY_DEFER=1
+done
+for s in ar_net ag4_net; do
+  run_case "$s/p0 deferred pool=4" "$FIX/$s/p0.jsonl" "" COLLPROF_PROXY_DEFER=1 COLLPROF_POOL_SIZE=4
+done
+
+# What the deferred run says about itself: every proxy-type callback of
+# the capture recorded and applied, none stale, and each deferred event
+# carries one thread on start and stop (the recording thread's: the
+# applier writes it into both), not the application thread's.
+DF=$FIX/ar_net/p0.jsonl
+mkdir -p "$T/defer"
+NCCL_PROFILE_EVENT_MASK=4095 COLLPROF_GPU_SAMPLE=1 COLLPROF_PROXY_DEFER=1 COLLPROF_OUTPUT_DIR="$T/defer" \
+  "$REPLAY" --no-mpi --plugin "$PLUGIN" "$DF" >/dev/null 2>"$T/defer.err"
+ok "deferred: counts, threads" python3 -c '
+import glob, json, sys
+fix = [json.loads(l) for l in open(sys.argv[1])]
+proxy = 8 | 16 | 32 | 64 | 128
+types = {r["h"]: r["type"] for r in fix if r["cb"] == "start"}
+want = sum(1 for r in fix if r["cb"] in ("start", "stop", "state") and types.get(r["h"], 0) & proxy)
+out = [json.loads(l) for l in open(glob.glob(sys.argv[2] + "/pid*.jsonl")[0])]
+rank = [r for r in out if r.get("recordType") == "rank"][0]
+assert rank["proxyDeferred"] == want == rank["proxyDeferApplied"], (rank.get("proxyDeferred"), want)
+assert rank["proxyDeferStale"] == 0 and rank["proxyDeferFull"] == 0
+app = {r["start"]["tid"] for r in out if r.get("type") == "ncclProfileGroupApi"}
+px = [r for r in out if r.get("type") in ("ncclProfileKernelCh", "ncclProfileProxyOp", "ncclProfileProxyStep")]
+assert px and all(r["start"]["tid"] == r["stop"]["tid"] for r in px)
+assert len({r["start"]["tid"] for r in px}) == 1 and not ({r["start"]["tid"] for r in px} & app)
+' "$DF" "$T/defer"
+
 # A v4 plugin's view (NCCL 2.27): no API events, Coll/P2p under Group.
 for s in ar_nvlink sendrecv ar_net; do
   [ -e "$FIX/$s/p0.jsonl" ] || continue

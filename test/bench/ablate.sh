@@ -61,15 +61,15 @@ patch_for() {   # the python patch of variant $1 (run in the copy's root)
     no-clock) cat <<'PY'
 p = 'src/plugin.c'; s = open(p).read()
 a = '''  const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
-  const uint64_t now = cp_clock_now();
+  const uint64_t now = ev_now();
   plink pl'''
 b = '''  const int trace = !scratch && atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
-  const uint64_t now = cp_clock_now();
+  const uint64_t now = ev_now();
   const uint32_t ls = cp_slot_local(f.slot);'''
 assert a in s and b in s
-s = s.replace(a, a.replace('const uint64_t now = cp_clock_now();',
+s = s.replace(a, a.replace('const uint64_t now = ev_now();',
                            'static __thread uint64_t fake_a; const uint64_t now = (fake_a += 100);'))
-s = s.replace(b, b.replace('const uint64_t now = cp_clock_now();',
+s = s.replace(b, b.replace('const uint64_t now = ev_now();',
                            'static __thread uint64_t fake_b; const uint64_t now = (fake_b += 100);'))
 open(p, 'w').write(s)
 PY

@@ -21,11 +21,13 @@ typedef struct bench_result {
   long long lines;        /* lines the trace files hold (written records) */
   uint64_t proxy_events;  /* proxy mode: starts on the proxy threads */
   uint64_t full_waits;    /* proxy mode: application waits on a full queue */
+  double proxy_ns;        /* proxy mode: proxy thread ns per proxy event (timed calls) */
 } bench_result;
 
 /* Child entry: drive `plugin` (a .so exporting ncclProfiler_v5) on
  * `threads` threads, `iters` API calls each (after a warm-up).  Prints one
- * "RESULT events states max_ns ns_per_event proxy_events full_waits" line;
+ * "RESULT events states max_ns ns_per_event proxy_events full_waits
+ * proxy_ns" line;
  * returns the exit code. */
 int bench_child(const char *plugin, int threads, long iters);
 

@@ -42,6 +42,7 @@ typedef struct conf {
   double ns[MAXT][MAXREP], eps[MAXT][MAXREP], drop[MAXT][MAXREP];
   double states_per_event[MAXT][MAXREP];
   double waits[MAXT][MAXREP];   /* proxy rows: application waits per call */
+  double pxns[MAXT][MAXREP];    /* proxy rows: proxy thread ns per proxy event */
   int n[MAXT];
 } conf;
 
@@ -127,10 +128,10 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
   int got = 0;
   while (fgets(line, sizeof line, in)) {
     unsigned long long e, s, m, pe = 0, fw = 0;
-    double ns;
-    if (sscanf(line, "RESULT %llu %llu %llu %lf %llu %llu", &e, &s, &m, &ns, &pe, &fw) >= 4) {
+    double ns, pxns = 0;
+    if (sscanf(line, "RESULT %llu %llu %llu %lf %llu %llu %lf", &e, &s, &m, &ns, &pe, &fw, &pxns) >= 4) {
       r->events = e; r->states = s; r->max_ns = m; r->ns_per_event = ns;
-      r->proxy_events = pe; r->full_waits = fw;
+      r->proxy_events = pe; r->full_waits = fw; r->proxy_ns = pxns;
       got = 1;
     }
   }
@@ -213,14 +214,19 @@ int main(int argc, char **argv) {
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libnccl-profiler-noop.so", lib);
   for (int c = 0; c < nc; c++) cs[c].base = base;
   /* An application thread and its proxy thread on one communicator. */
-  const int pbase = nc + 2;
+  const int pbase = nc + 3;
   cs[nc] = (conf){.name = "with proxy, trace on", .env = {"COLLPROF_TRACE=1", "COLLPROF_BENCH_PROXY=1"}};
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
   cs[nc] = (conf){.name = "with proxy, trace off", .env = {"COLLPROF_TRACE=0", "COLLPROF_BENCH_PROXY=1"}};
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
+  /* the proxy thread's callbacks recorded, applied by collprof's thread
+   * (src/proxy_defer.h), trace on */
+  cs[nc] = (conf){.name = "with proxy, deferred",
+                  .env = {"COLLPROF_TRACE=1", "COLLPROF_BENCH_PROXY=1", "COLLPROF_PROXY_DEFER=1"}};
+  snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
   cs[nc] = (conf){.name = "with proxy, do-nothing", .env = {"COLLPROF_BENCH_PROXY=1"}};
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libnccl-profiler-noop.so", lib);
-  for (int c = pbase - 2; c < nc; c++) { cs[c].base = pbase; cs[c].t1_only = 1; }
+  for (int c = pbase - 3; c < nc; c++) { cs[c].base = pbase; cs[c].t1_only = 1; }
   for (int c = 0; c < nc; c++) {
     cs[c].ok = access(cs[c].plugin, R_OK) == 0;
     if (!cs[c].ok) fprintf(stderr, "collprof-bench: %s missing, skipped\n", cs[c].plugin);
@@ -236,7 +242,7 @@ int main(int argc, char **argv) {
     for (int ti = 0; ti < nt; ti++)
       for (int c = 0; c < nc; c++) {
         if (!cs[c].ok || (cs[c].t1_only && tv[ti] != 1)) continue;
-        bench_result r = {0, 0, 0, 0, -1, 0, 0, 0};
+        bench_result r = {0, 0, 0, 0, -1, 0, 0, 0, 0};
         if (run_child(&cs[c], tv[ti], iters, &r) != 0) {
           fprintf(stderr, "collprof-bench: %s (T=%d) gave no result\n", cs[c].name, tv[ti]);
           failed = 1;
@@ -246,6 +252,7 @@ int main(int argc, char **argv) {
         cs[c].ns[ti][k] = r.ns_per_event;
         cs[c].states_per_event[ti][k] = r.events ? (double)r.states / (double)r.events : 0;
         cs[c].waits[ti][k] = (double)r.full_waits / (double)(iters + 2000);
+        cs[c].pxns[ti][k] = r.proxy_ns;
         cs[c].eps[ti][k] = r.max_ns ? (double)r.events * 1e9 / (double)r.max_ns : 0;
         /* of the records offered: written or dropped */
         cs[c].drop[ti][k] = r.dropped < 0 ? -1
@@ -302,6 +309,11 @@ int main(int argc, char **argv) {
                range);
     }
   }
+  /* The proxy thread's own time per proxy event (its callbacks: starts,
+   * states and stops, per start), against the do-nothing plugin's. */
+  for (int c = 0; c < nc; c++)
+    if (cs[c].t1_only && cs[c].n[0] > 0 && tv[0] == 1)
+      printf("%-22s proxy thread: %6.1f ns/event\n", cs[c].name, median(cs[c].pxns[0], cs[c].n[0]));
   /* A proxy thread that cannot keep up fills the queue, and the
    * application thread's time then includes waiting for it: said. */
   for (int c = 0; c < nc; c++)
@@ -328,7 +340,10 @@ int main(int argc, char **argv) {
          "in NCCL; the application thread sends its part of each call (GroupApi, CollApi,\n"
          "KernelLaunch, Group, Coll), the proxy thread the rest of an NVLink call (2 x\n"
          "KernelCh, ProxyCtrl); ns/event and own ns are the application thread's, own\n"
-         "against the do-nothing plugin run the same way.\n"
+         "against the do-nothing plugin run the same way; \"proxy thread\" is the proxy\n"
+         "thread's own time per event it sends (what NCCL's proxy thread pays);\n"
+         "\"deferred\": trace on, the proxy thread's callbacks recorded and applied by\n"
+         "collprof's own thread (COLLPROF_PROXY_DEFER=1).\n"
          "goals: <= 100 ns/event with the trace, <= 50 without, 2 threads >= 1.8x one\n",
          spe);
   return failed;

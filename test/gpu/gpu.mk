@@ -28,3 +28,10 @@ gpu: $(LIB)/libnccl-profiler-flip.so
 $(LIB)/libnccl-profiler-flip.so: test/gpu/flip_plugin.c include/nccl_profiler_abi.h
 	@mkdir -p $(LIB)
 	$(CC) $(CFLAGS_ALL) -shared -o $@ $< $(LDFLAGS_ALL)
+
+# The timing wrapper plugin (timed_plugin.c: what each callback of another
+# plugin costs on NCCL's own threads; plain C).
+gpu: $(LIB)/libnccl-profiler-timed.so
+$(LIB)/libnccl-profiler-timed.so: test/gpu/timed_plugin.c include/nccl_profiler_abi.h
+	@mkdir -p $(LIB)
+	$(CC) $(CFLAGS_ALL) -shared -o $@ $< -ldl -lpthread $(LDFLAGS_ALL)

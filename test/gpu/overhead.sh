@@ -49,6 +49,18 @@
 #                     (COLLPROF_LAUNCH_RUN=8): one event pair per 8 launches
 #   collprof-lt-first collprof defaults timing only each thread's first
 #                     launch: what the timer costs beyond its timed launches
+#   timed-noop-all, timed-collprof-all, timed-collprof-all-notrace
+#                     noop-all, collprof-all and collprof-all-notrace inside
+#                     the timing wrapper (timed_plugin.c): app.log then
+#                     holds each thread's mean cost per callback
+#   collprof-all-defer, collprof-all-nodefer
+#                     collprof-all with COLLPROF_PROXY_DEFER=1 / =0: NCCL's
+#                     proxy-thread callbacks recorded and applied off that
+#                     thread, or handled on it (src/proxy_defer.h)
+#   timed-collprof-all-defer  collprof-all-defer inside the timing wrapper
+#   timed-spinN-all   noop-all inside the wrapper with TIMED_SPIN_NS=N: a
+#                     do-nothing plugin whose KernelCh callbacks on NCCL's
+#                     proxy thread take N ns longer (does NCCL wait on them?)
 #   collprof-other    collprof defaults from another build, the one in
 #                     $COLLPROF_OTHER_BUILD (lib/): two builds side by side
 #                     in one run, as no two runs on a shared host compare
@@ -69,6 +81,7 @@ APP=$B/bin/collprof-gpu-app
 PLUGIN=$B/lib/libcollprof.so
 MPILIB=$B/lib/libcollprof-mpi.so
 NOOP=$B/lib/libnccl-profiler-noop.so
+TIMED=$B/lib/libnccl-profiler-timed.so
 RUN_OUT=${RUN_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/collprof-overhead.XXXXXX")}
 MPIRUN=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
 # Each rank gets more than one core: NCCL's proxy thread (and collprof's
@@ -95,6 +108,16 @@ config_env() {
     collprof-run8) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_RUN=8" ;;
     collprof-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_TRACE=0" ;;
     collprof-all-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_TRACE=0" ;;
+    collprof-all-defer) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_PROXY_DEFER=1" ;;
+    collprof-all-nodefer) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_PROXY_DEFER=0" ;;
+    timed-collprof-all-defer) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_PROXY_DEFER=1" ;;
+    timed-noop-all) echo "-x NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095" ;;
+    timed-collprof-all) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1" ;;
+    timed-collprof-all-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_TRACE=0" ;;
+    timed-spin*-all)
+      local n=${1#timed-spin}
+      n=${n%-all}
+      echo "-x NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=$NOOP -x TIMED_SPIN_NS=$n -x NCCL_PROFILE_EVENT_MASK=4095" ;;
     collprof-other)
       local o=${COLLPROF_OTHER_BUILD:-}
       [ -n "$o" ] && [ -e "$o/lib/libcollprof.so" ] && [ -e "$o/lib/libcollprof-mpi.so" ] ||

@@ -1,0 +1,193 @@
+/*
+ * timed_plugin.c — libnccl-profiler-timed.so, a diagnostic NCCL profiler
+ * plugin (v5, NCCL 2.28) that wraps another one and measures what each of
+ * its callbacks costs on the NCCL thread that makes it.
+ *
+ *   NCCL_PROFILER_PLUGIN=.../libnccl-profiler-timed.so
+ *   TIMED_INNER=.../libcollprof.so (or libnccl-profiler-noop.so)
+ *
+ * Why: collprof-bench measures the calling thread on a CPU; on a GPU host
+ * the callbacks that matter most arrive on NCCL's proxy thread (KernelCh,
+ * ProxyCtrl, ProxyOp, ProxyStep), whose speed NCCL itself may wait on.
+ * This plugin reads the TSC around every call into the inner plugin and
+ * keeps per-thread sums (no lock, no allocation: a fixed table of threads);
+ * when the last communicator is finalized (or at exit) it prints one line
+ * per thread to stderr: "timed: pid P tid T: starts N (mean, max ns) [by type],
+ * stops N (mean, max ns), states N (mean ns) [by state]".  Comparing the lines of collprof
+ * with those of the do-nothing plugin gives collprof's own cost per
+ * callback on NCCL's threads.
+ *
+ * TIMED_SPIN_NS=S (default 0) adds S ns of busy waiting to every KernelCh
+ * start and KernelCh-stop state (2S per KernelCh): wrapped around the
+ * do-nothing plugin it makes a plugin whose proxy-thread callbacks are
+ * slower by a known amount, so a run shows whether NCCL's speed depends on
+ * them.  Measured times include the spin.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+#include "nccl_profiler_abi.h"
+
+#define EXPORT __attribute__((visibility("default")))
+enum { MAX_THREADS = 256, NTYPES = 12 };
+
+typedef struct {
+  _Atomic int tid;                 /* 0: slot unused */
+  uint64_t start_n[NTYPES], start_ticks[NTYPES], start_max[NTYPES];
+  uint64_t stop_n, stop_ticks, state_n, state_ticks;
+  uint64_t stop_max, by_state_n[32], by_state_ticks[32], by_state_max[32];   /* states by number (ncclProfilerEventState_t) */
+} thr_stats;
+
+static thr_stats g_thr[MAX_THREADS];
+static atomic_int g_nthr, g_live, g_printed;
+static _Thread_local thr_stats *t_me;
+static ncclProfiler_v5_t *inner;
+static uint64_t g_tsc0, g_mono0, g_spin_ticks;
+static double g_ticks_per_ns = 1.0;
+
+static uint64_t mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static thr_stats *me(void) {
+  if (t_me) return t_me;
+  int i = atomic_fetch_add(&g_nthr, 1);
+  if (i >= MAX_THREADS) {             /* more threads than slots: they share the last */
+    t_me = &g_thr[MAX_THREADS - 1];
+  } else {
+    t_me = &g_thr[i];
+    atomic_store(&t_me->tid, (int)syscall(SYS_gettid));
+  }
+  return t_me;
+}
+
+static int type_index(uint64_t type) {
+  for (int i = 0; i < NTYPES; i++)
+    if (type == (1ull << i)) return i;
+  return NTYPES - 1;
+}
+
+static void spin(void) {
+  if (!g_spin_ticks) return;
+  const uint64_t until = __rdtsc() + g_spin_ticks;
+  while (__rdtsc() < until) _mm_pause();
+}
+
+static const char *type_name[NTYPES] = {"Group", "Coll", "P2p", "ProxyOp", "ProxyStep", "ProxyCtrl",
+                                        "KernelCh", "NetPlugin", "GroupApi", "CollApi", "P2pApi", "KernelLaunch"};
+
+static void report(void) {
+  if (atomic_exchange(&g_printed, 1)) return;
+  const uint64_t dt = mono() - g_mono0, dticks = __rdtsc() - g_tsc0;
+  const double tpn = dt > 1000000 ? (double)dticks / (double)dt : g_ticks_per_ns;
+  const int n = atomic_load(&g_nthr) < MAX_THREADS ? atomic_load(&g_nthr) : MAX_THREADS;
+  for (int i = 0; i < n; i++) {
+    thr_stats *s = &g_thr[i];
+    char line[2048];
+    int k = 0;
+    uint64_t sn = 0, st = 0;
+    for (int j = 0; j < NTYPES; j++) { sn += s->start_n[j]; st += s->start_ticks[j]; }
+    k += snprintf(line + k, sizeof line - (size_t)k, "timed: pid %d tid %d: starts %llu (%.1f ns) [",
+                  (int)getpid(), atomic_load(&s->tid), (unsigned long long)sn, sn ? (double)st / tpn / (double)sn : 0.0);
+    for (int j = 0; j < NTYPES; j++)
+      if (s->start_n[j] && k < (int)sizeof line - 64)
+        k += snprintf(line + k, sizeof line - (size_t)k, " %s %llu (%.1f, max %.0f ns)", type_name[j],
+                      (unsigned long long)s->start_n[j], (double)s->start_ticks[j] / tpn / (double)s->start_n[j],
+                      (double)s->start_max[j] / tpn);
+    k += snprintf(line + k, sizeof line - (size_t)k, " ], stops %llu (%.1f, max %.0f ns), states %llu (%.1f ns) [",
+                  (unsigned long long)s->stop_n, s->stop_n ? (double)s->stop_ticks / tpn / (double)s->stop_n : 0.0,
+                  (double)s->stop_max / tpn,
+                  (unsigned long long)s->state_n, s->state_n ? (double)s->state_ticks / tpn / (double)s->state_n : 0.0);
+    for (int j = 0; j < 32; j++)
+      if (s->by_state_n[j] && k < (int)sizeof line - 64)
+        k += snprintf(line + k, sizeof line - (size_t)k, " %d: %llu (%.1f, max %.0f ns)", j,
+                      (unsigned long long)s->by_state_n[j], (double)s->by_state_ticks[j] / tpn / (double)s->by_state_n[j],
+                      (double)s->by_state_max[j] / tpn);
+    snprintf(line + k, sizeof line - (size_t)k, " ]");
+    fprintf(stderr, "%s\n", line);
+  }
+}
+
+__attribute__((destructor)) static void at_unload(void) {
+  if (atomic_load(&g_nthr)) report();
+}
+
+static void load_inner(void) {
+  const char *p = getenv("TIMED_INNER");
+  if (!p || !*p) { fprintf(stderr, "timed: TIMED_INNER is not set\n"); return; }
+  void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+  if (!h) { fprintf(stderr, "timed: cannot open %s: %s\n", p, dlerror()); return; }
+  inner = dlsym(h, "ncclProfiler_v5");
+  if (!inner) fprintf(stderr, "timed: %s has no ncclProfiler_v5\n", p);
+  g_mono0 = mono();
+  g_tsc0 = __rdtsc();
+  const uint64_t m1 = g_mono0 + 2000000;          /* 2 ms to calibrate the spin */
+  while (mono() < m1) {}
+  g_ticks_per_ns = (double)(__rdtsc() - g_tsc0) / (double)(mono() - g_mono0);
+  const char *s = getenv("TIMED_SPIN_NS");
+  if (s && *s) g_spin_ticks = (uint64_t)(atof(s) * g_ticks_per_ns);
+}
+
+static ncclResult_t t_init(void **context, uint64_t commId, int *mask, const char *commName, int nNodes,
+                           int nranks, int rank, ncclDebugLogger_t logfn) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, load_inner);
+  if (!inner) return NCCL_INTERNAL_ERROR;
+  atomic_fetch_add(&g_live, 1);
+  return inner->init(context, commId, mask, commName, nNodes, nranks, rank, logfn);
+}
+
+static ncclResult_t t_start(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *d) {
+  thr_stats *s = me();
+  const uint64_t t0 = __rdtsc();
+  ncclResult_t r = inner->startEvent(context, eHandle, d);
+  if (d && d->type == ncclProfileKernelCh) spin();
+  const int i = d ? type_index(d->type) : NTYPES - 1;
+  const uint64_t dt = __rdtsc() - t0;
+  s->start_n[i]++;
+  s->start_ticks[i] += dt;
+  if (dt > s->start_max[i]) s->start_max[i] = dt;
+  return r;
+}
+
+static ncclResult_t t_stop(void *eHandle) {
+  thr_stats *s = me();
+  const uint64_t t0 = __rdtsc();
+  ncclResult_t r = inner->stopEvent(eHandle);
+  const uint64_t dt = __rdtsc() - t0;
+  s->stop_n++;
+  s->stop_ticks += dt;
+  if (dt > s->stop_max) s->stop_max = dt;
+  return r;
+}
+
+static ncclResult_t t_state(void *eHandle, ncclProfilerEventState_v5_t st, ncclProfilerEventStateArgs_v5_t *a) {
+  thr_stats *s = me();
+  const uint64_t t0 = __rdtsc();
+  ncclResult_t r = inner->recordEventState(eHandle, st, a);
+  if (st == ncclProfilerKernelChStop) spin();
+  const uint64_t dt = __rdtsc() - t0;
+  s->state_n++;
+  s->state_ticks += dt;
+  s->by_state_n[(unsigned)st & 31]++;
+  s->by_state_ticks[(unsigned)st & 31] += dt;
+  if (dt > s->by_state_max[(unsigned)st & 31]) s->by_state_max[(unsigned)st & 31] = dt;
+  return r;
+}
+
+static ncclResult_t t_finalize(void *context) {
+  ncclResult_t r = inner->finalize(context);
+  if (atomic_fetch_sub(&g_live, 1) == 1) report();
+  return r;
+}
+
+EXPORT ncclProfiler_v5_t ncclProfiler_v5 = {"timed", t_init, t_start, t_stop, t_state, t_finalize};
