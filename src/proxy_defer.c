@@ -89,8 +89,12 @@ static void dq_dtor(void *p) {
 }
 
 static void after_fork_child(void) {
-  /* The applier did not come along, nor did the recording threads. */
+  /* The applier did not come along, nor did the recording threads; a
+   * lock one of them held at the fork would never be let go. */
   cp_defer_on = 0;
+  const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  memcpy(&g_apply_mu, &fresh, sizeof fresh);
+  memcpy(&g_attach_mu, &fresh, sizeof fresh);
 }
 
 static void dq_free(cp_dq *q) {
