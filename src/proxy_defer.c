@@ -69,7 +69,8 @@ typedef struct cp_dq {
   uint32_t *free_ids;
   uint64_t *real;                       /* consumer: the core's handle of each id */
   uint16_t *real_gen;                   /* consumer: the generation real[] belongs to */
-  struct cp_ring *trace_ring;           /* consumer: carries tid (NULL: none yet) */
+  struct cp_ring *trace_ring;           /* consumer: carries trace_tid (NULL: none yet) */
+  int trace_tid;
   cp_dfr *recs;
 } cp_dq;
 
@@ -235,8 +236,18 @@ static uint64_t apply_ring(cp_dq *q, uint64_t max) {
   if (max && head - tail > max) head = tail + max;
   cp_thr *t = cp_thr_get();
   const int my_tid = t->tid;
-  if (!q->trace_ring && atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed))
+  /* q->tid is the recording thread's (written before its first record,
+   * read after the head that publishes it).  A ring taken over from a
+   * dead thread gives that thread's trace ring back: its records must keep
+   * the old id. */
+  if (q->trace_ring && q->trace_tid != q->tid) {
+    cp_trace_ring_release(q->trace_ring);
+    q->trace_ring = NULL;
+  }
+  if (!q->trace_ring && atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed)) {
     q->trace_ring = cp_trace_ring_for(q->tid);
+    q->trace_tid = q->tid;
+  }
   struct cp_ring *prev = q->trace_ring ? cp_trace_ring_use(q->trace_ring) : NULL;
   t->tid = q->tid;
   const uint64_t n = head - tail;

@@ -431,6 +431,10 @@ cp_ring *cp_trace_ring_for(int tid) {
   return rg;
 }
 
+void cp_trace_ring_release(cp_ring *rg) {
+  if (rg) ring_dtor(rg);
+}
+
 cp_ring *cp_trace_ring_use(cp_ring *rg) {
   cp_ring *prev = cp_tl_ring;
   cp_tl_ring = rg;

@@ -41,5 +41,8 @@ void cp_trace_path(char *buf, size_t cap);
 struct cp_ring;
 struct cp_ring *cp_trace_ring_for(int tid);
 struct cp_ring *cp_trace_ring_use(struct cp_ring *rg);
+/* Give back a ring of cp_trace_ring_for: the writer writes what it holds,
+ * then hands it out again. */
+void cp_trace_ring_release(struct cp_ring *rg);
 
 #endif
