@@ -184,8 +184,9 @@ static uint64_t resolve(uint64_t h, int *stale) {
 
 static void stale_line(const char *cb) {
   if (atomic_fetch_add(&g_stale, 1) == 0)
-    cp_warn("%s on a deferred proxy-thread handle that is no longer known (more than %d later events "
-            "of its thread, or never handed out); ignored (COLLPROF_PROXY_DEFER)", cb, CP_DQ_IDS - 1);
+    cp_warn("%s on a deferred proxy-thread handle that is no longer known (its id was handed "
+            "out again, %d or more starts of its thread later, or it never was); ignored "
+            "(COLLPROF_PROXY_DEFER)", cb, CP_DQ_IDS - 1);
 }
 
 static void apply_one(cp_dq *q, const cp_dfr *r) {
@@ -283,6 +284,8 @@ void cp_defer_flush(void) {
   pthread_mutex_unlock(&g_apply_mu);
 }
 
+static int g_applier_held;   /* cp_defer_hold_applier; read and written under g_apply_mu */
+
 /* The applier: every ring, then a nap that grows while there is nothing
  * to do (20 us after work, up to 1 ms idle).  A ring fills in about 1 ms
  * at the fastest pace seen (24 KernelCh per 10 us call on 2 H200). */
@@ -295,7 +298,7 @@ static void *applier_main(void *arg) {
     uint64_t n = 0, got;
     do {
       pthread_mutex_lock(&g_apply_mu);
-      got = apply_all_locked(APPLY_BATCH);
+      got = g_applier_held ? 0 : apply_all_locked(APPLY_BATCH);
       pthread_mutex_unlock(&g_apply_mu);
       n += got;
     } while (got);
@@ -304,6 +307,17 @@ static void *applier_main(void *arg) {
     nanosleep(&ts, NULL);
   }
   return NULL;
+}
+
+/* Test hook (test/unit/test_proxy_defer.c): the applier's pace is a race
+ * with the recording thread, so a full ring cannot be had for certain
+ * without it.  Under the lock: once this returns the applier has finished
+ * its batch and takes no more until let go.  Flushes and full rings still
+ * apply; the callbacks never read the flag. */
+void cp_defer_hold_applier(int hold) {
+  pthread_mutex_lock(&g_apply_mu);
+  g_applier_held = hold;
+  pthread_mutex_unlock(&g_apply_mu);
 }
 
 void cp_defer_setup(void) {

@@ -29,8 +29,10 @@
  * thread applies its own ring first (under the same lock as the applier):
  * nothing is dropped, the callback is then not constant-time, and the
  * occasions are counted (cp_defer_counts).  Ids are reused first-in
- * first-out, so a handle stays resolvable for CP_DQ_IDS - 1 later starts of
- * its thread; a stop or state on an older one is reported stale.
+ * first-out (CP_DQ_IDS - 1 of them: id 0 is never handed out), so a stopped
+ * handle stays resolvable for CP_DQ_IDS - 2 later starts of its thread
+ * (fewer while other events of the thread are live); a stop or state on an
+ * older one is reported stale.
  * cp_defer_flush applies everything recorded so far (finalize, snapshot,
  * shutdown call it).  Off with COLLPROF_CAPTURE (the capture records the
  * callbacks as NCCL made them) and in a forked child.
@@ -66,6 +68,10 @@ ncclResult_t cp_defer_state(void *eHandle, int eState, const ncclProfilerEventSt
 /* Apply every record made so far (any thread; blocks while the applier
  * works on a batch). */
 void cp_defer_flush(void);
+
+/* Tests only: hold (1) or let go (0) the applier thread, so that a test
+ * can fill a ring for certain (proxy_defer.c says why). */
+void cp_defer_hold_applier(int hold);
 
 typedef struct cp_defer_counts {
   uint64_t recorded;   /* callbacks recorded */
