@@ -13,13 +13,25 @@
  * init (a system call, never on the event path); the advice is printed once,
  * only when it matters: at the first GPU sample skipped or dropped (a CPU
  * replay bound to one core has no proxy thread to starve).
+ *
+ * With several CPUs, NCCL's proxy thread can still fall behind: with
+ * KernelCh on every call (COLLPROF_GPU_SAMPLE=1) it makes three callbacks
+ * per channel and call, and on 2 H200s it fell more than 32 calls behind
+ * the GPU in every run of an 8 B-4 MiB all-reduce sweep (640-2,765 spans
+ * dropped per rank: plugin.c, CP_KC_SLOT_TRUST).  NCCL's own speed then
+ * depends on that thread: from some point of a run on, 256 KiB-2 MiB
+ * all-reduces may turn 3-4x slower, in 8 of 35 runs under a do-nothing
+ * plugin, 29 of 55 under collprof and 9 of 10 with 100 ns more per KernelCh
+ * (test/gpu/overhead.sh; "runs that turned slow" in overhead_report.py).
+ * So the first drop tells the user once what it means and what avoids
+ * both: KernelCh on one call in N.
  */
 #include <sched.h>
 #include <stdatomic.h>
 #include "affinity.h"
 #include "config.h"
 
-static atomic_int g_one_cpu, g_said;
+static atomic_int g_one_cpu, g_said, g_said_behind;
 
 void cp_affinity_probe(void) {
   cpu_set_t set;
@@ -35,4 +47,16 @@ void cp_affinity_gpu_lag(void) {
           "trace writer share it with the application, which slows NCCL and makes KernelCh "
           "timestamps arrive late (GPU samples are then skipped or dropped); give each rank "
           "several cores, e.g. mpirun --bind-to none or --map-by slot:PE=4");
+}
+
+void cp_affinity_kc_behind(unsigned calls) {
+  if (atomic_load_explicit(&g_one_cpu, memory_order_relaxed)) { cp_affinity_gpu_lag(); return; }
+  if (cp_config_get()->gpu_sample != 1) return;   /* N >= 2: mask_control.c keeps the proxy from falling behind */
+  if (atomic_load_explicit(&g_said_behind, memory_order_relaxed) || atomic_exchange(&g_said_behind, 1)) return;
+  cp_warn("NCCL's proxy thread fell more than %u calls behind the GPU with KernelCh on every call "
+          "(COLLPROF_GPU_SAMPLE=1): those calls' GPU times are dropped (gpuSamplesDropped); NCCL's own "
+          "speed then depends on that thread (on 2 H200s, 256 KiB-2 MiB all-reduces ran 3-4x slower in a "
+          "quarter of the runs even under a do-nothing plugin); KernelCh on one call in N "
+          "(COLLPROF_GPU_SAMPLE=16, the default) avoids both",
+          calls);
 }

@@ -9,5 +9,11 @@ void cp_affinity_probe(void);
 /* A GPU sample was skipped or dropped: on a single CPU, say once why and
  * what to change (one "collprof:" line); otherwise nothing. */
 void cp_affinity_gpu_lag(void);
+/* A KernelCh's GPU times were dropped because more than `calls` later
+ * KernelCh-on calls had started (NCCL's proxy fell behind: plugin.c,
+ * CP_KC_SLOT_TRUST): on a single CPU as above; with KernelCh on every
+ * call, say once what that state costs NCCL and what avoids it; otherwise
+ * nothing. */
+void cp_affinity_kc_behind(unsigned calls);
 
 #endif

@@ -1004,7 +1004,7 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   if (UNLIKELY(plinked && !same))
     kch_ok = parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge, type == ncclProfileKernelCh);
   if (UNLIKELY(kc_epoch)) cp_mask_kc_done(kc_epoch);
-  if (UNLIKELY(!kch_ok)) cp_affinity_gpu_lag();   /* outside the pool lock: may print */
+  if (UNLIKELY(!kch_ok)) cp_affinity_kc_behind(CP_KC_SLOT_TRUST);   /* outside the pool lock: may print */
   if (UNLIKELY(scratch)) {
     static __thread cp_prof_ent sink;   /* same work, nothing recorded */
     cp_prof_ent *e = &sink;

@@ -143,4 +143,8 @@ like "$(grep '^mean busbw of the fastest runs' "$D/h.out")" "noop-all 594\.194 \
   "mean busbw over sizes of each configuration's fastest runs"
 like "$(grep '^runs that turned slow' "$D/h.out")" "noop-all 1/4 \(reps 2\), collprof-all 2/4 \(reps 3 4\), none 0/4\$" \
   "slow runs counted per configuration, with their repetitions"
+like "$(grep "Fisher's exact test" "$D/h.out")" "collprof-all p=1\.000, none p=1\.000\$" \
+  "2 of 4 against 1 of 4 slow runs: no evidence (Fisher p = 1)"
+is "$(python3 -c "import sys; sys.path.insert(0, '$TOP/test/gpu'); import overhead_report as o; print('%.4f %.4f' % (o.fisher_p(9, 10, 3, 10), o.fisher_p(3, 3, 0, 3)))")" \
+  "0.0198 0.1000" "Fisher's exact test: 9 of 10 against 3 of 10 gives p = 0.0198, 3 of 3 against 0 of 3 p = 0.1 (as tabulated)"
 done_testing

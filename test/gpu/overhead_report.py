@@ -242,6 +242,24 @@ def best_section(op, ser, cfgs, sizes):
            ", ".join("%s %d/%d%s" % (c, len(slow[c]), len(ser[c]),
                                     " (reps %s)" % " ".join(map(str, slow[c])) if slow[c] else "")
                      for c in cfgs)))
+    if len(cfgs) > 1:
+        print("  against %s, Fisher's exact test (two-sided p; small: the configuration changes how "
+              "often runs turn slow): %s" %
+              (base, ", ".join("%s p=%.3f" % (c, fisher_p(len(slow[c]), len(ser[c]), len(slow[base]), len(ser[base])))
+                               for c in cfgs[1:])))
+
+
+def fisher_p(a, n, b, m):
+    """Two-sided Fisher exact test of a slow runs in n against b in m: the
+    chance, with the a + b slow runs spread over the n + m at random, of a
+    table at most as likely as the one seen."""
+    k, tot = a + b, n + m
+    if tot == 0:
+        return 1.0
+    def prob(x):
+        return math.comb(k, x) * math.comb(tot - k, n - x) / math.comb(tot, n)
+    seen = prob(a)
+    return min(1.0, sum(prob(x) for x in range(max(0, k - m), min(k, n) + 1) if prob(x) <= seen * (1 + 1e-9)))
 
 
 def _rows(series_of_cfg):
