@@ -20,8 +20,8 @@
  * the GPU in every run of an 8 B-4 MiB all-reduce sweep (640-2,765 spans
  * dropped per rank: plugin.c, CP_KC_SLOT_TRUST).  NCCL's own speed then
  * depends on that thread: from some point of a run on, 256 KiB-2 MiB
- * all-reduces may turn 3-4x slower, in 8 of 35 runs under a do-nothing
- * plugin, 29 of 55 under collprof and 9 of 10 with 100 ns more per KernelCh
+ * all-reduces may turn 3-4x slower, in 10 of 45 runs under a do-nothing
+ * plugin, 37 of 75 under collprof and 9 of 10 with 100 ns more per KernelCh
  * (test/gpu/overhead.sh; "runs that turned slow" in overhead_report.py).
  * So the first drop tells the user once what it means and what avoids
  * both: KernelCh on one call in N.

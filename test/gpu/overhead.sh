@@ -53,6 +53,8 @@
 #                     noop-all, collprof-all and collprof-all-notrace inside
 #                     the timing wrapper (timed_plugin.c): app.log then
 #                     holds each thread's mean cost per callback
+#   collprof-all-nolaunch  collprof-all without timed kernel launches
+#                     (COLLPROF_LAUNCH_SAMPLE=0)
 #   collprof-all-defer, collprof-all-nodefer
 #                     collprof-all with COLLPROF_PROXY_DEFER=1 / =0: NCCL's
 #                     proxy-thread callbacks recorded and applied off that
@@ -107,6 +109,7 @@ config_env() {
     collprof-lt-count) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_INTERVAL_US=0" ;;
     collprof-run8) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_RUN=8" ;;
     collprof-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_TRACE=0" ;;
+    collprof-all-nolaunch) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_LAUNCH_SAMPLE=0" ;;
     collprof-all-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_TRACE=0" ;;
     collprof-all-defer) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_PROXY_DEFER=1" ;;
     collprof-all-nodefer) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_PROXY_DEFER=0" ;;
