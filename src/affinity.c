@@ -55,8 +55,8 @@ void cp_affinity_kc_behind(unsigned calls) {
   if (atomic_load_explicit(&g_said_behind, memory_order_relaxed) || atomic_exchange(&g_said_behind, 1)) return;
   cp_warn("NCCL's proxy thread fell more than %u calls behind the GPU with KernelCh on every call "
           "(COLLPROF_GPU_SAMPLE=1): those calls' GPU times are dropped (gpuSamplesDropped); NCCL's own "
-          "speed then depends on that thread (on 2 H200s, 256 KiB-2 MiB all-reduces ran 3-4x slower in a "
-          "quarter of the runs even under a do-nothing plugin); KernelCh on one call in N "
+          "speed then depends on that thread (on 2 H200s, 256 KiB-2 MiB all-reduces ran 3-4x slower in "
+          "about a fifth of the runs even under a do-nothing plugin); KernelCh on one call in N "
           "(COLLPROF_GPU_SAMPLE=16, the default) avoids both",
           calls);
 }
