@@ -189,7 +189,7 @@ static void load(cp_config *c) {
   get_num("COLLPROF_LAUNCH_INTERVAL_US", 0, 3600000000ull, &v);
   c->launch_interval_us = (uint32_t)v;
 
-  v = 1;
+  v = 8;   /* launch_timer.h, "Runs": why 8 by default */
   get_num("COLLPROF_LAUNCH_RUN", 1, 1024, &v);
   c->launch_run = (uint32_t)v;
 

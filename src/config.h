@@ -22,7 +22,7 @@ typedef struct cp_config {
                                between two timed launches of one thread
                                (0: one in N only; default 5000) */
   uint32_t launch_run;      /* COLLPROF_LAUNCH_RUN: consecutive launches timed as
-                               one run, one event pair around them (default 1;
+                               one run, one event pair around them (default 8;
                                launch_timer.h, "Runs") */
   uint32_t launch_run_gap_us; /* COLLPROF_LAUNCH_RUN_GAP_US: the longest host gap
                                between two calls of a run (default 2) */

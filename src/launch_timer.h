@@ -30,7 +30,7 @@
  * exactly one, the time is that path's; with none or several (an
  * all-to-all, grouped collectives) it is counted as not attributed.
  *
- * Runs (COLLPROF_LAUNCH_RUN=K, default 1): the event pair goes around K
+ * Runs (COLLPROF_LAUNCH_RUN=K, default 8): the event pair goes around K
  * consecutive launches of the thread instead of one, and the span over K
  * is each one's time.  Why: the events themselves cost the GPU 3-8 us
  * around the launch they bracket (an event between two NCCL kernels keeps
@@ -46,9 +46,16 @@
  * recorded and the stream may since hold other work; one whose start event
  * had completed before its last launch was queued is idle (below).  So K
  * suits loops of one collective issued back to back on a stream of their
- * own (benchmarks, bucketed gradient reductions); it stays off by default
- * because a kernel the application queues between two calls in less than
- * the gap (another thread's, say) would be counted as the path's.
+ * own (benchmarks, bucketed gradient reductions).  It is on by default
+ * (K = 8) because single timed launches missed the application's CUDA-event
+ * time by more than 20% at 1 MiB on 4 H200s (all-gather, reduce-scatter
+ * and reduce: 1.41-1.46) where runs of 8 were within it at all 35 sizes of
+ * 1-64 MiB in the same job (test/gpu/run.sh 4, steps gs4 and gt4); where
+ * calls are not back to back the runs are dropped at the gap and shrink
+ * to single launches, so such loops lose at most half their samples.  The
+ * case it cannot tell: a kernel queued on the same stream between two
+ * calls in less than the gap (by another thread, say) is counted as the
+ * path's; COLLPROF_LAUNCH_RUN=1 rules that out.
  *
  * Idle streams: when the start event has completed by the KernelLaunch
  * stop (one cuEventQuery), the stream had run dry and the GPU waited for

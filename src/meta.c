@@ -97,6 +97,14 @@ static void build(void) {
   p = jf_u64(p, c->blacklist_cap);
   p = JF_LIT(p, ",\"traceBuffer\":");
   p = jf_u64(p, c->trace_buffer);
+  p = JF_LIT(p, ",\"launchSample\":");
+  p = jf_i64(p, c->launch_sample);
+  p = JF_LIT(p, ",\"launchIntervalUs\":");
+  p = jf_u64(p, c->launch_interval_us);
+  p = JF_LIT(p, ",\"launchRun\":");
+  p = jf_u64(p, c->launch_run);
+  p = JF_LIT(p, ",\"launchRunGapUs\":");
+  p = jf_u64(p, c->launch_run_gap_us);
   p = JF_LIT(p, ",\"outputDir\":");
   p = jf_str(p, cp_output_dir(), 4096);   /* 6x of a name < 4096 does not fit: cut */
   p = JF_LIT(p, "},\"command\":");

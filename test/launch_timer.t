@@ -21,12 +21,15 @@ STEP=1500
 
 # replay CAPTURE OUTDIR [VAR=VALUE...]: the capture through the plugin with
 # the fake driver, as fast as it goes, so with no least interval between
-# timed launches (COLLPROF_LAUNCH_INTERVAL_US=0) unless one is given
+# timed launches (COLLPROF_LAUNCH_INTERVAL_US=0) unless one is given, and
+# single timed launches (COLLPROF_LAUNCH_RUN=1, not the default 8) unless
+# a run length is given or LT_RUN1 is set empty
 replay() {
   local cap=$1 out=$2
   shift 2
   env -u NCCL_PROFILE_EVENT_MASK LD_LIBRARY_PATH="$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    FAKECUDA_STEP_NS=$STEP COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 COLLPROF_LAUNCH_INTERVAL_US=0 "$@" \
+    FAKECUDA_STEP_NS=$STEP COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 COLLPROF_LAUNCH_INTERVAL_US=0 \
+    ${LT_RUN1-COLLPROF_LAUNCH_RUN=1} "$@" \
     "$REPLAY" --no-mpi --plugin "$PLUGIN" "$cap" >"$T/log" 2>&1
 }
 
@@ -113,6 +116,14 @@ done
 
 cap=$FIX/ar_nvlink/p0.jsonl
 if [ -s "$cap" ]; then
+  # The default is runs of 8 (launch_timer.h, "Runs"): without
+  # COLLPROF_LAUNCH_RUN the timer behaves as the oracle's run=8, and the
+  # trace's meta record says so.
+  LT_RUN1= replay "$cap" "$T/rdef" COLLPROF_LAUNCH_SAMPLE=16 COLLPROF_LAUNCH_RUN_GAP_US=1000000
+  is "$(view "$T/rdef")" "$(want "$cap" 16 run=8)" \
+    "no COLLPROF_LAUNCH_RUN: runs of 8 (the default), as the oracle's run=8"
+  is "$(head -n 1 "$T"/rdef/*.jsonl | python3 -c 'import json,sys; c=json.load(sys.stdin)["config"]; print(c["launchRun"], c["launchRunGapUs"], c["launchSample"])')" \
+    "8 1000000 16" "the meta record's config gives the launch timer's settings (launchRun 8 by default)"
   replay "$cap" "$T/gap0" COLLPROF_LAUNCH_SAMPLE=4 COLLPROF_LAUNCH_RUN=4 COLLPROF_LAUNCH_RUN_GAP_US=0
   is "$(view "$T/gap0")" "$(want "$cap" 4 run=4 gap0)" \
     "COLLPROF_LAUNCH_RUN_GAP_US=0: every run dropped at its first gap (launches skipped), first launches timed"

@@ -63,7 +63,7 @@ int main(void) {
   ok(c->periods[0] == 0, "no periods by default");
   ok(c->launch_sample == 64 && c->launch_interval_us == 5000,
      "default: one launch in 64 timed, at least 5 ms apart on average");
-  ok(c->launch_run == 1 && c->launch_run_gap_us == 2, "default: no runs (one launch per event pair), gap 2 us");
+  ok(c->launch_run == 8 && c->launch_run_gap_us == 2, "default: runs of up to 8 launches per event pair, gap 2 us");
   ok(matches(c->output_dir, "^collprof-[0-9]{8}-[0-9]{6}$") && !c->output_dir_from_env,
      "default folder collprof-YYYYMMDD-HHMMSS (%s)", c->output_dir);
   char stamp[4096];
@@ -124,14 +124,14 @@ int main(void) {
   ok(!w[0] && c->launch_interval_us == 0, "COLLPROF_LAUNCH_INTERVAL_US=0: one in N only");
   free(w);
   clear_env();
-  bad_value("COLLPROF_LAUNCH_RUN", "0", "1");
-  bad_value("COLLPROF_LAUNCH_RUN", "2000", "1");
+  bad_value("COLLPROF_LAUNCH_RUN", "0", "8");
+  bad_value("COLLPROF_LAUNCH_RUN", "2000", "8");
   bad_value("COLLPROF_LAUNCH_RUN_GAP_US", "2us", "2");
-  ok(c->launch_run == 1 && c->launch_run_gap_us == 2, "bad run length or gap falls back to the default");
-  setenv("COLLPROF_LAUNCH_RUN", "8", 1);
+  ok(c->launch_run == 8 && c->launch_run_gap_us == 2, "bad run length or gap falls back to the default");
+  setenv("COLLPROF_LAUNCH_RUN", "1", 1);
   setenv("COLLPROF_LAUNCH_RUN_GAP_US", "0", 1);
   w = reload();
-  ok(!w[0] && c->launch_run == 8 && c->launch_run_gap_us == 0, "COLLPROF_LAUNCH_RUN=8, gap 0 taken");
+  ok(!w[0] && c->launch_run == 1 && c->launch_run_gap_us == 0, "COLLPROF_LAUNCH_RUN=1, gap 0 taken");
   free(w);
 
   clear_env();
