@@ -11,6 +11,7 @@
  */
 #ifndef COLLPROF_HOT_H
 #define COLLPROF_HOT_H
+#include <stdatomic.h>
 #include <stdint.h>
 
 typedef struct cp_hot_words {
@@ -20,6 +21,8 @@ typedef struct cp_hot_words {
   int capture_on;                /* capture.c: the callback capture is on */
   int pool_asym;                 /* pool_owner.c: owners rely on membarrier(2) */
   _Atomic uint32_t path_count;   /* paths.c: path ids in use */
+  atomic_int trace_accept;       /* trace_writer.c: the rings take records
+                                    (cp_trace_accept, trace_ring.h) */
 } cp_hot_words;
 
 extern _Alignas(64) cp_hot_words cp_hot;

@@ -1039,11 +1039,17 @@ ncclResult_t cp_core_stop(void *eHandle) {
 /* ---- recordEventState ---- */
 /* What a state's argument is, by state number: 1 transSize, 2
  * appendedProxyOps, 3 pTimer (gpuStop), 0 other (data, not written). */
-static const uint8_t state_kind_tab[32] = {
-  [8] = 1, [9] = 1, [10] = 1, [11] = 1, [12] = 1, [20] = 1, [18] = 2, [22] = 3,
-};
+/* Two bits per state in one constant, not a table: a table is one more
+ * cache line each state record finds cold (hot.h says why that counts). */
+#define STATE_KIND_BITS                                                                        \
+  ((1ull << 16) | (1ull << 18) | (1ull << 20) | (1ull << 22) | (1ull << 24) | (1ull << 40) |    \
+   (2ull << 36) | (3ull << 44))
+static inline uint8_t state_kind_of(int st) { return (uint8_t)((STATE_KIND_BITS >> (2 * st)) & 3); }
+_Static_assert(((STATE_KIND_BITS >> 16) & 3) == 1 && ((STATE_KIND_BITS >> 40) & 3) == 1 &&
+                   ((STATE_KIND_BITS >> 36) & 3) == 2 && ((STATE_KIND_BITS >> 44) & 3) == 3,
+               "states 8-12 and 20 transSize, 18 appendedProxyOps, 22 pTimer");
 static inline int state_arg_kind(int st) {
-  const int k = (unsigned)st < 32 ? state_kind_tab[st] : 0;
+  const int k = (unsigned)st < 32 ? state_kind_of(st) : 0;
   return k ? k : 4;                 /* 4: other (not written) */
 }
 
@@ -1143,7 +1149,7 @@ static inline __attribute__((always_inline)) void state_put_fast(const cp_thr *t
   uint8_t kind = 0;
   uint64_t arg = 0;
   if (a) {
-    kind = state_kind_tab[eState];
+    kind = state_kind_of(eState);
     if (kind == 1) arg = a->transSize;
     else if (kind == 2) arg = (uint64_t)(int64_t)a->appendedProxyOps;
     else if (kind == 3) arg = a->pTimer;

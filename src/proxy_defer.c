@@ -81,8 +81,8 @@ static pthread_mutex_t g_apply_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_attach_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t g_key;
 static _Atomic uint64_t g_applied, g_full, g_stale, g_no_ring;
-static __thread cp_dq *t_dq __attribute__((tls_model("initial-exec")));
-static __thread int t_no_ring __attribute__((tls_model("initial-exec")));
+#define t_dq (cp_tls_hot.dq)             /* tls.h: the hot thread-local line */
+#define t_no_ring (cp_tls_hot.dq_none)
 
 static void dq_dtor(void *p) {
   cp_dq *q = p;

@@ -11,9 +11,7 @@
 #pragma GCC visibility push(hidden)
 #include "tls.h"
 
-__thread cp_thr *cp_tls_thr __attribute__((tls_model("initial-exec")));
-__thread uint64_t cp_replay_ns __attribute__((tls_model("initial-exec")));
-__thread uint64_t cp_replay_kc_ops __attribute__((tls_model("initial-exec")));
+__thread cp_tls_hot_t cp_tls_hot __attribute__((tls_model("initial-exec"), aligned(64)));
 
 static pthread_mutex_t thr_mu = PTHREAD_MUTEX_INITIALIZER;
 static cp_thr *_Atomic thr_head;

@@ -84,13 +84,28 @@ typedef struct cp_thr {
 } cp_thr;
 _Static_assert(offsetof(cp_thr, lt_cur) < 64 && offsetof(cp_thr, prof) == 64, "cp_thr: line 0 as laid out");
 
-extern __thread cp_thr *cp_tls_thr __attribute__((tls_model("initial-exec")));
-/* Non-zero while this thread applies recorded callbacks (proxy_defer.c):
- * the host time the core takes for "now" instead of reading the clock. */
-extern __thread uint64_t cp_replay_ns __attribute__((tls_model("initial-exec")));
-/* Non-zero while a recorded KernelCh stop is applied: its parent pool's
- * kc_ops when NCCL made the stop (plugin.c, kc_untrusted). */
-extern __thread uint64_t cp_replay_kc_ops __attribute__((tls_model("initial-exec")));
+/* The thread-local words a callback reads, in one cache line of their own.
+ * Why one struct: as separate __thread variables of several files they
+ * landed wherever the linker put them, two lines apart at times, and a
+ * callback that finds its lines cold (NCCL's own work evicts them between
+ * two callbacks) paid a miss for each line (test/bench/lines_per_event.sh). */
+typedef struct cp_tls_hot {
+  cp_thr *thr;                  /* this thread's block (cp_thr_get) */
+  /* Non-zero while this thread applies recorded callbacks (proxy_defer.c):
+   * the host time the core takes for "now" instead of reading the clock. */
+  uint64_t replay_ns;
+  /* Non-zero while a recorded KernelCh stop is applied: its parent pool's
+   * kc_ops when NCCL made the stop (plugin.c, kc_untrusted). */
+  uint64_t replay_kc_ops;
+  struct cp_ring *ring;         /* trace_ring.h: this thread's trace ring */
+  struct cp_dq *dq;             /* proxy_defer.c: this thread's deferral ring */
+  int dq_none;                  /* proxy_defer.c: no deferral ring to be had */
+} cp_tls_hot_t;
+extern __thread cp_tls_hot_t cp_tls_hot __attribute__((tls_model("initial-exec"), aligned(64)));
+_Static_assert(sizeof(cp_tls_hot_t) <= 64, "cp_tls_hot: one cache line");
+#define cp_tls_thr (cp_tls_hot.thr)
+#define cp_replay_ns (cp_tls_hot.replay_ns)
+#define cp_replay_kc_ops (cp_tls_hot.replay_kc_ops)
 
 cp_thr *cp_thr_slow(void);
 static inline cp_thr *cp_thr_get(void) {

@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 #include "trace.h"
+#include "tls.h"
+#include "hot.h"
 
 typedef struct cp_ring {
   /* written by the producer */
@@ -34,8 +36,8 @@ typedef struct cp_ring {
   int tid;
 } cp_ring;
 
-extern __thread cp_ring *cp_tl_ring __attribute__((tls_model("initial-exec")));
-extern atomic_int cp_trace_accept;   /* the trace takes records */
+#define cp_tl_ring (cp_tls_hot.ring)   /* tls.h: this thread's ring, NULL until its first record */
+#define cp_trace_accept (cp_hot.trace_accept)   /* hot.h: the trace takes records */
 
 /* Room for n units (1, 2 or 4) at the head, or NULL (record dropped and
  * counted, or the trace takes no records). */

@@ -78,10 +78,8 @@ _Static_assert(sizeof(cp_srec) == sizeof(cp_unit), "cp_srec is 1 ring unit");
 enum { RING_ACTIVE = 0, RING_DEAD = 1, RING_FREE = 2 };
 
 
-__thread cp_ring *cp_tl_ring __attribute__((tls_model("initial-exec")));
 static __thread int tl_tid __attribute__((tls_model("initial-exec")));
 
-atomic_int cp_trace_accept;               /* cp_trace_put takes records */
 static atomic_int g_started, g_child, g_wake, g_stop;
 static _Atomic(cp_ring *) g_rings;
 static _Atomic uint64_t g_ring_bytes, g_lines, g_lost;

@@ -22,6 +22,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -97,6 +98,27 @@ static long long trace_dropped(const char *dir, long long *lines) {
   return sum;
 }
 
+/* What the children wrote on stderr, each distinct line once (the same
+ * collprof: warning comes from every repetition of a configuration). */
+enum { MAXSAID = 16 };
+static char said[MAXSAID][1024];
+static int nsaid, said_more;
+static void collect_stderr(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char line[1024];
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    if (!line[0]) continue;
+    int seen = 0;
+    for (int i = 0; i < nsaid && !seen; i++) seen = strcmp(said[i], line) == 0;
+    if (seen) continue;
+    if (nsaid < MAXSAID) snprintf(said[nsaid++], sizeof said[0], "%s", line);
+    else said_more = 1;
+  }
+  fclose(f);
+}
+
 /* Run one child; fill *r.  Returns 0 on success. */
 static int run_child(const conf *c, int threads, long iters, bench_result *r) {
   char dir[] = "/tmp/collprof-bench.XXXXXX";
@@ -109,6 +131,10 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
     close(fd[0]);
     dup2(fd[1], 1);
     close(fd[1]);
+    char errpath[PATH_MAX];
+    snprintf(errpath, sizeof errpath, "%s/stderr", dir);
+    const int efd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (efd >= 0) { dup2(efd, 2); close(efd); }
     setenv("NCCL_PROFILE_EVENT_MASK", "4095", 1);
     setenv("COLLPROF_GPU_SAMPLE", "1", 1);
     setenv("COLLPROF_QUIET", "1", 1);
@@ -138,6 +164,9 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
   fclose(in);
   int st = 0;
   waitpid(pid, &st, 0);
+  char errpath[PATH_MAX];
+  snprintf(errpath, sizeof errpath, "%s/stderr", dir);
+  collect_stderr(errpath);
   r->dropped = trace_dropped(dir, &r->lines);
   nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   if (!got) return -1;
@@ -346,5 +375,10 @@ int main(int argc, char **argv) {
          "collprof's own thread (COLLPROF_PROXY_DEFER=1).\n"
          "goals: <= 100 ns/event with the trace, <= 50 without, 2 threads >= 1.8x one\n",
          spe);
+  if (nsaid) {
+    printf("\nwhat the measured processes wrote on stderr, each line once:\n");
+    for (int i = 0; i < nsaid; i++) printf("  %s\n", said[i]);
+    if (said_more) printf("  (more distinct lines left out)\n");
+  }
   return failed;
 }
