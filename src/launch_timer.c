@@ -394,10 +394,35 @@ void cp_lt_claim_slow(cp_thr *t, uint32_t path, uint32_t type, uint64_t bytes, u
  * that was idle, mixed, split or dropped.  So where the host barely keeps
  * ahead of the GPU (the GPU catches up within 8 launches but not within
  * 2) runs settle at a length that still yields samples, and a thread
- * whose calls alternate between paths falls back to single launches. */
+ * whose calls alternate between paths falls back to single launches.
+ *
+ * Back-off: after the f-th unclean run of 2 or more in a row, the thread
+ * times 2^f clean single launches (f at most CP_LT_HOLD_SHIFT) before it
+ * tries a run of 2 again; a clean run of 2 or more resets f.  Why: where
+ * the application works between calls (its own kernels, a training
+ * step's Python), every run of 2 is dropped at the gap and its launches
+ * are lost; regrowing after each clean single launch lost every other
+ * sample there (README, "Runs of launches"), this loses about one in
+ * 2^CP_LT_HOLD_SHIFT once the back-off has grown. */
+#define CP_LT_HOLD_SHIFT 6
 static void adapt(cp_thr *t, const lt_slot *s, int clean) {
   if (s->first) return;   /* not a run: connection set-up, and the host's first launch */
-  uint32_t k = clean ? s->want * 2 : s->want / 2;
+  uint32_t k;
+  if (clean) {
+    if (s->want >= 2) t->lt_fails = 0;
+    if (s->want == 1 && t->lt_hold) {
+      t->lt_hold--;
+      k = 1;
+    } else {
+      k = s->want * 2;
+    }
+  } else {
+    k = s->want / 2;
+    if (s->want >= 2) {
+      if (t->lt_fails < CP_LT_HOLD_SHIFT) t->lt_fails++;
+      t->lt_hold = 1u << t->lt_fails;
+    }
+  }
   t->lt_run = k < 1 ? 1 : k > g_run ? g_run : k;
 }
 

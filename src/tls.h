@@ -67,6 +67,8 @@ typedef struct cp_thr {
   uint64_t lt_last_ns;
   uint32_t lt_prev;             /* the slot this thread used last + 1 (its events stay made) */
   uint32_t lt_run;              /* launches its next run is to hold (COLLPROF_LAUNCH_RUN adapts it), 0 = not yet set */
+  uint32_t lt_fails;            /* runs of 2 or more in a row that were not clean (launch_timer.c, adapt) */
+  uint32_t lt_hold;             /* clean single launches still due before a run is tried again */
   /* Coll/P2p GPU spans dropped by the slot-reuse check (plugin.c) */
   uint64_t gpu_dropped;
   /* kc_batch.h: this thread's KernelCh under one parent in another

@@ -22,7 +22,9 @@ Work between the calls (a Coll/P2p, a GroupApi start before the next
 launch) drops it, as does the end of the capture before it is full.
 The thread's next run (after its first launch, which is left out) is twice as long as this one after a clean one (up
 to K), half as long after one that was mixed, split or dropped (the fake
-driver's streams are busy unless idle is given).
+driver's streams are busy unless idle is given); after the f-th such run
+of 2 or more in a row (f at most 6), 2^f clean single launches come before
+a run of 2 is tried again, and a clean run of 2 or more sets f back to 0.
 idle: FAKECUDA_IDLE=1, every launch and run idle (so runs only shrink;
 none is in the per-op numbers).
 gap0: COLLPROF_LAUNCH_RUN_GAP_US=0, every run dropped at its first gap.
@@ -59,7 +61,20 @@ def main():
         if t["open"]["first"]:
             return
         w = t["open"]["want"]
-        t["k"] = max(1, min(run, w * 2 if clean else w // 2))
+        if clean:
+            if w >= 2:
+                t["fails"] = 0
+            if w == 1 and t["hold"]:
+                t["hold"] -= 1
+                k = 1
+            else:
+                k = w * 2
+        else:
+            k = w // 2
+            if w >= 2:
+                t["fails"] = min(t["fails"] + 1, 6)
+                t["hold"] = 1 << t["fails"]
+        t["k"] = max(1, min(run, k))
 
     def drop(t):
         nonlocal skipped
@@ -89,7 +104,7 @@ def main():
             r = json.loads(line)
         except ValueError:
             continue
-        t = per_tid.setdefault(r.get("tid"), {"count": 0, "open": None, "k": run})
+        t = per_tid.setdefault(r.get("tid"), {"count": 0, "open": None, "k": run, "fails": 0, "hold": 0})
         ty = r.get("type")
         if r.get("cb") == "stop":
             o = t["open"]
