@@ -24,8 +24,8 @@
 
 __extension__ typedef unsigned __int128 cp_u128;
 
-static cp_clock_map none = {UINT64_MAX, 0, 0, 0};   /* no reading fits: the slow path */
-cp_clock_map *_Atomic cp_clock_cur = &none;
+/* No reading fits: the slow path.  cp_clock_cur (hot.c) starts here. */
+cp_clock_map cp_clock_none = {UINT64_MAX, 0, 0, 0};
 static cp_clock_map ring[16];
 static unsigned ring_next;
 static atomic_flag busy = ATOMIC_FLAG_INIT;

@@ -18,6 +18,7 @@
 #ifndef COLLPROF_CLOCK_H
 #define COLLPROF_CLOCK_H
 #include <stdint.h>
+#include "hot.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <stdatomic.h>
@@ -43,7 +44,8 @@ int cp_clock_uses_tsc(void);
 typedef struct cp_clock_map {
   uint64_t tsc0, ns0, mult, lim;   /* ns = ns0 + (tsc - tsc0) * mult >> 32; ns0 includes the skew */
 } cp_clock_map;
-extern cp_clock_map *_Atomic cp_clock_cur;
+/* The current map, on hot.h's line (one line fewer per timestamp). */
+#define cp_clock_cur (cp_hot.clock_cur)
 
 static inline uint64_t cp_clock_now(void) {
 #ifdef CP_CLOCK_TSC

@@ -23,7 +23,11 @@ typedef struct cp_hot_words {
   _Atomic uint32_t path_count;   /* paths.c: path ids in use */
   atomic_int trace_accept;       /* trace_writer.c: the rings take records
                                     (cp_trace_accept, trace_ring.h) */
+  /* clock.c: the current TSC-to-ns map (cp_clock_cur, clock.h), replaced
+   * at each re-anchor (2 ms .. 1 s apart); every timestamp reads it */
+  struct cp_clock_map *_Atomic clock_cur;
 } cp_hot_words;
+_Static_assert(sizeof(cp_hot_words) <= 64, "cp_hot: one cache line");
 
 extern _Alignas(64) cp_hot_words cp_hot;
 
