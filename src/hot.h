@@ -6,8 +6,9 @@
  * own (pool.h; test/bench/lines_per_event.sh counts them).  These flags
  * used to be globals of the modules that own them, four lines apart;
  * together they are one.  Each stays owned by its module, which alone
- * writes it (rarely: at init, fork, shutdown, or a change of mode); the
- * hot path only loads them, relaxed.
+ * writes it (rarely: at init, fork, shutdown, a change of mode, and the
+ * clock's re-anchor 2 ms to 1 s apart); the hot path only loads them,
+ * relaxed (the clock map pointer with acquire: clock.h).
  */
 #ifndef COLLPROF_HOT_H
 #define COLLPROF_HOT_H
