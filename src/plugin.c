@@ -70,6 +70,7 @@
 #include "mask_control.h"
 #include "output_hooks.h"
 #include "paths.h"
+#include "phase_timing.h"
 #include "pool.h"
 #include "pool_owner.h"
 #include "profile.h"
@@ -771,13 +772,17 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
     if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return 0;
   }
+  CP_PH(CP_PH_S_ENTRY, 1);
   uint32_t func, dt;
   uint64_t bytes;
   descr_func(t, d, type, &func, &dt, &bytes);
   const uint32_t hold = (type & (ncclProfileColl | ncclProfileP2p)) && t->sampled ? kc_hold(d, type) : 0;
+  CP_PH(CP_PH_S_DESCR, 0);
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
+  CP_PH(CP_PH_S_PATH, 0);
   const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = ev_now();
+  CP_PH(CP_PH_S_CLOCK, 0);
   plink pl = {0, 0, 0, 0, 0};
   uint32_t idx;
   const int own = cp_pool_enter(pool, t);
@@ -786,6 +791,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
                                  (uint32_t)pobj & 0xFFu};
     link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
   }
+  CP_PH(CP_PH_S_ENTER, 0);
   cp_slot *s = cp_pool_alloc(pool, &idx);
   if (UNLIKELY(!s)) {
     *eHandle = NULL;
@@ -806,6 +812,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   }
   start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, 1, t->sampled);
   const uint64_t handle = pool_handle(pool, path, idx, s->gen);
+  CP_PH(CP_PH_S_SLOT, 0);
   if (trace) {
     /* start_record's compact case inlined: the call passed fourteen
      * values, eight of them on the stack.  Callgrind
@@ -816,15 +823,19 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     else
       start_record(t, s, d, comm, 0, type, path, mypid, func, dt, now, pobj, handle, ctxv);
   }
+  CP_PH(CP_PH_S_TRACE, 0);
   pool->events++;
   cp_pool_leave(pool, own);
   *eHandle = (void *)(uintptr_t)handle;
   cp_inc(&t->events, 1);
+  CP_PH(CP_PH_S_LEAVE, 0);
   start_hooks(t, d, type, path, handle, ctxv, bytes, pool->comm_index);
+  CP_PH(CP_PH_S_HOOKS, 0);
   return 1;
 }
 
 ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEventDescr_v5_t *d, int v4) {
+  CP_PH_BEGIN();
   cp_thr *t = cp_tls_thr;
   const uint64_t ctxv = (uint64_t)(uintptr_t)context;
   if (LIKELY(eHandle && d && t && !v4 && ctxv && ctxv == t->last_ctx) && start_fast(t, eHandle, d, ctxv))
@@ -959,8 +970,10 @@ __attribute__((noinline)) static ncclResult_t stop_general(void *eHandle) {
 static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, cp_pool *pool, const cp_handle_fields *pf,
                                                                    uint64_t h, int scratch) {
   const cp_handle_fields f = *pf;
+  if (!scratch) CP_PH(CP_PH_T_ENTRY, 1);
   const int trace = !scratch && atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = ev_now();
+  if (!scratch) CP_PH(CP_PH_T_CLOCK, 0);
   const uint32_t ls = cp_slot_local(f.slot);
   const int own = cp_pool_enter(pool, t);
   cp_slot *s = cp_pool_slot(pool, ls);
@@ -997,14 +1010,18 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   const uint32_t pcomm = s->parent_comm, pslot = s->parent_slot, pgen = s->parent_gen;
   /* the parent in this pool: same communicator and lane */
   const int same = pcomm == f.comm && ((pslot ^ f.slot) >> CP_LOCAL_BITS) == 0;
+  if (!scratch) CP_PH(CP_PH_T_ENTER, 0);
   if (plinked && same) kch_ok = parent_update(pool, pslot, pgen, took_ref, dur, kch, gs, ge);
+  if (!scratch) CP_PH(CP_PH_T_PARENT, 0);
   if (trace) stop_record(t, s, now);
+  if (!scratch) CP_PH(CP_PH_T_TRACE, 0);
   cp_pool_release(pool, s, ls);
   cp_pool_leave(pool, own);
   if (UNLIKELY(plinked && !same))
     kch_ok = parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge, type == ncclProfileKernelCh);
   if (UNLIKELY(kc_epoch)) cp_mask_kc_done(kc_epoch);
   if (UNLIKELY(!kch_ok)) cp_affinity_kc_behind(CP_KC_SLOT_TRUST);   /* outside the pool lock: may print */
+  if (!scratch) CP_PH(CP_PH_T_RELEASE, 0);
   if (UNLIKELY(scratch)) {
     static __thread cp_prof_ent sink;   /* same work, nothing recorded */
     cp_prof_ent *e = &sink;
@@ -1016,16 +1033,19 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
     cp_profile_stop_t(t, path, dur, self, bytes);
     if (UNLIKELY(kch) && kch_ok) cp_profile_gpu_t(t, path, ge - gs, 0);
   }
+  CP_PH(CP_PH_T_PROFILE, 0);
   if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
   if (type == ncclProfileGroupApi) {
     cp_mask_on_group_stop();   /* may switch KernelCh */
     cp_lt_group_stop(t, now);
   }
   else if (type == ncclProfileKernelLaunch) cp_lt_launch_stop(t);
+  CP_PH(CP_PH_T_HOOKS, 0);
   return NCCL_OK;
 }
 
 ncclResult_t cp_core_stop(void *eHandle) {
+  CP_PH_BEGIN();
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
   cp_thr *t = cp_tls_thr;
   cp_pool *pool = fast_pool(t, h);
@@ -1193,6 +1213,7 @@ __attribute__((noinline)) static ncclResult_t state_kc_stop(cp_thr *t, cp_pool *
 __attribute__((noinline)) static ncclResult_t state_trace(const cp_thr *t, uint64_t h, int eState,
                                                          const ncclProfilerEventStateArgs_v5_t *a) {
   state_put_fast(t, h, eState, a, ((h >> 32) & 0xFFFu) == 0);
+  CP_PH(CP_PH_U_TRACE, 0);
   return NCCL_OK;
 }
 
@@ -1224,6 +1245,7 @@ __attribute__((noinline)) static ncclResult_t state_more(cp_thr *t, cp_pool *poo
  * restores two registers where it saved six (trace off: 120 -> 105
  * instructions per event in states). */
 ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventStateArgs_v5_t *a) {
+  CP_PH_BEGIN();
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
   cp_thr *t = cp_tls_thr;
   cp_pool *pool = fast_pool(t, h);
@@ -1238,7 +1260,9 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
    * be a tail call. */
   cp_prof_ent *c = LIKELY(path < CP_PROF_CHUNK * CP_PROF_NCHUNK) ? t->prof[path / CP_PROF_CHUNK] : NULL;
   if (UNLIKELY(c == NULL)) return state_more(t, pool, h, eState, a, 0);
+  CP_PH(CP_PH_U_ENTRY, 1);
   cp_inc(&c[path % CP_PROF_CHUNK].states, 1);
+  CP_PH(CP_PH_U_COUNT, 0);
   const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const int capture = __atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED);
   if (LIKELY(!(trace | capture))) return NCCL_OK;

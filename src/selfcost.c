@@ -17,6 +17,7 @@
 #include "handle.h"
 #include "pool.h"
 #include "registry.h"
+#include "phase_timing.h"
 
 static uint64_t mono(void) {
   struct timespec ts;
@@ -55,6 +56,7 @@ double cp_selfcost_measure(void) {
     if (round > 0 && (best == 0.0 || per < best)) best = per;
   }
   cp_core_set_scratch(NULL, 0);
+  cp_ph_reset();   /* phase_timing.h: these rounds are not NCCL's callbacks */
   /* The scratch pool stays allocated (64 slots), so that a stray scratch
    * handle can never index freed memory. */
   static cp_pool *volatile kept;

@@ -62,10 +62,10 @@ patch_for() {   # the python patch of variant $1 (run in the copy's root)
 p = 'src/plugin.c'; s = open(p).read()
 a = '''  const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = ev_now();
-  plink pl'''
+  CP_PH(CP_PH_S_CLOCK, 0);'''
 b = '''  const int trace = !scratch && atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = ev_now();
-  const uint32_t ls = cp_slot_local(f.slot);'''
+  if (!scratch) CP_PH(CP_PH_T_CLOCK, 0);'''
 assert a in s and b in s
 s = s.replace(a, a.replace('const uint64_t now = ev_now();',
                            'static __thread uint64_t fake_a; const uint64_t now = (fake_a += 100);'))

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -103,7 +104,22 @@ enum {
  * sharing between threads), one store per cache line. */
 static size_t g_pollute;            /* bytes, 0: off */
 static __thread unsigned char *t_dirt;
+/* COLLPROF_BENCH_IPOLLUTE=KB: the same for instructions: before every
+ * callback the thread runs KB of code, one short jump per 64-byte line
+ * (NCCL's own code between two callbacks pushes the plugin's code out of
+ * the instruction cache as well).  Shared by the threads: code is read. */
+static void (*g_sled)(void);
+static void make_sled(long kb) {
+  const size_t n = (size_t)kb * 1024;
+  unsigned char *c = mmap(NULL, n + 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (c == MAP_FAILED) return;
+  for (size_t i = 0; i < n; i += 64) { c[i] = 0xEB; c[i + 1] = 62; }   /* jmp to the next line */
+  c[n] = 0xC3;                                                            /* ret */
+  if (mprotect(c, n + 64, PROT_READ | PROT_EXEC) != 0) return;
+  g_sled = (void (*)(void))(void *)c;
+}
 static void pollute(void) {
+  if (g_sled) g_sled();
   if (!g_pollute) return;
   if (!t_dirt && !(t_dirt = aligned_alloc(64, g_pollute))) { g_pollute = 0; return; }
   static __thread unsigned char v;
@@ -114,7 +130,7 @@ static void pollute(void) {
 
 static void *start(thr *t, ncclProfilerEventDescr_v5_t *d) {
   void *h = NULL;
-  if (g_pollute) {   /* NCCL fills the descriptor just before the call: hot */
+  if (g_pollute || g_sled) {   /* NCCL fills the descriptor just before the call: hot */
     pollute();
     ncclProfilerEventDescr_v5_t hot = *d;
     g_p->startEvent(t->ctx, &h, &hot);
@@ -373,6 +389,10 @@ int bench_child(const char *plugin, int threads, long iters) {
   if (getenv("COLLPROF_BENCH_POLLUTE")) {
     const long kb = atol(getenv("COLLPROF_BENCH_POLLUTE"));
     g_pollute = kb > 0 && kb <= (1L << 20) ? (size_t)kb * 1024 : 0;
+  }
+  if (getenv("COLLPROF_BENCH_IPOLLUTE")) {
+    const long kb = atol(getenv("COLLPROF_BENCH_IPOLLUTE"));
+    if (kb > 0 && kb <= 4096) make_sled(kb);
   }
   pthread_barrier_init(&g_bar, NULL, (unsigned)threads);
   thr *ts = aligned_alloc(64, (size_t)threads * sizeof *ts);

@@ -49,6 +49,7 @@
 #                     (COLLPROF_LAUNCH_RUN=8): one event pair per 8 launches
 #   collprof-lt-first collprof defaults timing only each thread's first
 #                     launch: what the timer costs beyond its timed launches
+#   timed-collprof    collprof defaults inside the timing wrapper
 #   timed-noop-all, timed-collprof-all, timed-collprof-all-notrace
 #                     noop-all, collprof-all and collprof-all-notrace inside
 #                     the timing wrapper (timed_plugin.c): app.log then
@@ -63,6 +64,13 @@
 #   timed-spinN-all   noop-all inside the wrapper with TIMED_SPIN_NS=N: a
 #                     do-nothing plugin whose KernelCh callbacks on NCCL's
 #                     proxy thread take N ns longer (does NCCL wait on them?)
+#   lines-I-D-default, lines-I-D-all
+#                     the do-nothing plugin (mask 4031 or 4095) inside the
+#                     wrapper with TIMED_ILINES=I TIMED_DLINES=D: every
+#                     callback also touches I lines of code and D lines of
+#                     data; against lines-0-0-* it prices a cache line on
+#                     this host, per callback (app.log) and per call (the
+#                     latency per size)
 #   collprof-other    collprof defaults from another build, the one in
 #                     $COLLPROF_OTHER_BUILD (lib/): two builds side by side
 #                     in one run, as no two runs on a shared host compare
@@ -114,6 +122,7 @@ config_env() {
     collprof-all-defer) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_PROXY_DEFER=1" ;;
     collprof-all-nodefer) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_PROXY_DEFER=0" ;;
     timed-collprof-all-defer) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_PROXY_DEFER=1" ;;
+    timed-collprof) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=$PLUGIN" ;;
     timed-noop-all) echo "-x NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095" ;;
     timed-collprof-all) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1" ;;
     timed-collprof-all-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_TRACE=0" ;;
@@ -121,6 +130,12 @@ config_env() {
       local n=${1#timed-spin}
       n=${n%-all}
       echo "-x NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=$NOOP -x TIMED_SPIN_NS=$n -x NCCL_PROFILE_EVENT_MASK=4095" ;;
+    lines-*-*-default|lines-*-*-all)
+      local a=${1#lines-} m=4031
+      case $a in *-all) m=4095 ;; esac
+      a=${a%-*}
+      [[ $a =~ ^[0-9]+-[0-9]+$ ]] || { echo "overhead.sh: lines-I-D-default|all, I and D numbers: $1" >&2; exit 2; }
+      echo "-x NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=$NOOP -x TIMED_ILINES=${a%-*} -x TIMED_DLINES=${a#*-} -x NCCL_PROFILE_EVENT_MASK=$m" ;;
     collprof-other)
       local o=${COLLPROF_OTHER_BUILD:-}
       [ -n "$o" ] && [ -e "$o/lib/libcollprof.so" ] && [ -e "$o/lib/libcollprof-mpi.so" ] ||

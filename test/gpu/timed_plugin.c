@@ -22,6 +22,16 @@
  * do-nothing plugin it makes a plugin whose proxy-thread callbacks are
  * slower by a known amount, so a run shows whether NCCL's speed depends on
  * them.  Measured times include the spin.
+ *
+ * TIMED_ILINES=I and TIMED_DLINES=D (default 0) make every callback also
+ * run I cache lines of code (a chain of short jumps, one per line) and
+ * update one word in each of D cache lines of its thread's own 1 MiB
+ * buffer (lines scattered, the same ones each time, independent of each
+ * other).  Wrapped around the do-nothing plugin this is a plugin that
+ * touches I + D more lines per callback and does nothing else: what a
+ * line costs when NCCL's own work between two callbacks has pushed it out
+ * (test/bench/lines_per_event.sh counts collprof's lines; this prices them
+ * on a real host).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -29,6 +39,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +67,39 @@ static uint64_t mono(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* TIMED_ILINES / TIMED_DLINES */
+enum { DBUF = 1 << 20, MAX_LINES = 4096 };
+static void (*g_sled)(void);
+static unsigned g_dlines, g_doff[MAX_LINES];
+static _Thread_local unsigned char *t_dbuf;
+
+static void make_sled(unsigned n) {
+  unsigned char *c = mmap(NULL, (size_t)n * 64 + 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (c == MAP_FAILED) return;
+  for (unsigned i = 0; i < n; i++) { c[64 * i] = 0xEB; c[64 * i + 1] = 62; }   /* jmp to the next line */
+  c[64 * (size_t)n] = 0xC3;                                                     /* ret */
+  if (mprotect(c, (size_t)n * 64 + 64, PROT_READ | PROT_EXEC) == 0) g_sled = (void (*)(void))(void *)c;
+}
+
+static void make_doff(unsigned n) {   /* n distinct lines of the buffer, in a scattered order */
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  unsigned char used[DBUF / 64] = {0};
+  for (unsigned i = 0; i < n; i++) {
+    unsigned l;
+    do { x ^= x << 13; x ^= x >> 7; x ^= x << 17; l = (unsigned)(x % (DBUF / 64)); } while (used[l]);
+    used[l] = 1;
+    g_doff[i] = l * 64;
+  }
+  g_dlines = n;
+}
+
+static void touch_lines(void) {
+  if (g_sled) g_sled();
+  if (!g_dlines) return;
+  if (!t_dbuf && !(t_dbuf = aligned_alloc(64, DBUF))) return;
+  for (unsigned i = 0; i < g_dlines; i++) t_dbuf[g_doff[i]]++;
 }
 
 static thr_stats *me(void) {
@@ -135,6 +179,10 @@ static void load_inner(void) {
   g_ticks_per_ns = (double)(__rdtsc() - g_tsc0) / (double)(mono() - g_mono0);
   const char *s = getenv("TIMED_SPIN_NS");
   if (s && *s) g_spin_ticks = (uint64_t)(atof(s) * g_ticks_per_ns);
+  const char *il = getenv("TIMED_ILINES"), *dl = getenv("TIMED_DLINES");
+  const long ni = il ? atol(il) : 0, nd = dl ? atol(dl) : 0;
+  if (ni > 0) make_sled(ni < MAX_LINES ? (unsigned)ni : MAX_LINES);
+  if (nd > 0) make_doff(nd < MAX_LINES ? (unsigned)nd : MAX_LINES);
 }
 
 static ncclResult_t t_init(void **context, uint64_t commId, int *mask, const char *commName, int nNodes,
@@ -149,6 +197,7 @@ static ncclResult_t t_init(void **context, uint64_t commId, int *mask, const cha
 static ncclResult_t t_start(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *d) {
   thr_stats *s = me();
   const uint64_t t0 = __rdtsc();
+  touch_lines();
   ncclResult_t r = inner->startEvent(context, eHandle, d);
   if (d && d->type == ncclProfileKernelCh) spin();
   const int i = d ? type_index(d->type) : NTYPES - 1;
@@ -162,6 +211,7 @@ static ncclResult_t t_start(void *context, void **eHandle, ncclProfilerEventDesc
 static ncclResult_t t_stop(void *eHandle) {
   thr_stats *s = me();
   const uint64_t t0 = __rdtsc();
+  touch_lines();
   ncclResult_t r = inner->stopEvent(eHandle);
   const uint64_t dt = __rdtsc() - t0;
   s->stop_n++;
@@ -173,6 +223,7 @@ static ncclResult_t t_stop(void *eHandle) {
 static ncclResult_t t_state(void *eHandle, ncclProfilerEventState_v5_t st, ncclProfilerEventStateArgs_v5_t *a) {
   thr_stats *s = me();
   const uint64_t t0 = __rdtsc();
+  touch_lines();
   ncclResult_t r = inner->recordEventState(eHandle, st, a);
   if (st == ncclProfilerKernelChStop) spin();
   const uint64_t dt = __rdtsc() - t0;
