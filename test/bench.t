@@ -15,6 +15,8 @@ for c in "collprof, trace on" "collprof, trace off" "do-nothing plugin"; do
       awk -v c="$c" -v t="$t" 'index($0, c) == 1 { n = split($0, f, " +"); for (i = 1; i <= n; i++) if (f[i] == t && f[i+1] + 0 > 0) found = 1 } END { exit !found }' "$T/out"
   done
 done
+ok "the machine's own 2-thread scaling (a spin loop) is reported" \
+  grep -Eq '^this machine: 2 threads spinning on registers .* ran [0-9]+\.[0-9]+x the$' "$T/out"
 # The proxy rows: one application thread and its proxy thread per
 # communicator, T=1 only, own against the do-nothing plugin run that way.
 for c in "with proxy, trace on" "with proxy, trace off" "with proxy, deferred"; do

@@ -25,10 +25,12 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { MAXCONF = 12, MAXT = 4, MAXREP = 64 };
@@ -117,6 +119,31 @@ static void collect_stderr(const char *path) {
     else said_more = 1;
   }
   fclose(f);
+}
+
+/* The machine itself: T threads spinning on registers (no memory, no
+ * plugin), iterations per second of all of them.  Two threads of a
+ * 2-core machine should give 2x one; where the cores are shared with
+ * other guests they do not, and no configuration can scale better than
+ * this does in the same repetition. */
+enum { SPIN_ITERS = 20000000 };
+static void *spin_thread(void *arg) {
+  uint64_t x = (uint64_t)(uintptr_t)arg | 1;
+  for (long i = 0; i < SPIN_ITERS; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  __asm__ volatile("" : : "r"(x));
+  return NULL;
+}
+static double spin_rate(int threads) {
+  pthread_t th[MAXT * 16];
+  if (threads > (int)(sizeof th / sizeof th[0])) threads = (int)(sizeof th / sizeof th[0]);
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  int made = 0;
+  for (int i = 0; i < threads; i++) made += pthread_create(&th[i], NULL, spin_thread, (void *)(uintptr_t)(i + 1)) == 0;
+  for (int i = 0; i < made; i++) pthread_join(th[i], NULL);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  const double s = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+  return s > 0 ? (double)made * SPIN_ITERS / s : 0;
 }
 
 /* Run one child; fill *r.  Returns 0 on success. */
@@ -267,8 +294,10 @@ int main(int argc, char **argv) {
          "events started (stops and states included)\n\n",
          iters, reps);
   int failed = 0;
+  double spin[MAXT][MAXREP];   /* the machine: spin_rate per thread count and repetition */
   for (int rep = 0; rep < reps; rep++)
-    for (int ti = 0; ti < nt; ti++)
+    for (int ti = 0; ti < nt; ti++) {
+      spin[ti][rep] = spin_rate(tv[ti]);
       for (int c = 0; c < nc; c++) {
         if (!cs[c].ok || (cs[c].t1_only && tv[ti] != 1)) continue;
         bench_result r = {0, 0, 0, 0, -1, 0, 0, 0, 0};
@@ -287,6 +316,7 @@ int main(int argc, char **argv) {
         cs[c].drop[ti][k] = r.dropped < 0 ? -1
                             : 100.0 * (double)r.dropped / (double)(r.dropped + r.lines > 0 ? r.dropped + r.lines : 1);
       }
+    }
 
   /* The do-nothing plugin's run of the same repetition and thread count is
    * the baseline: what the driver and NCCL's indirect calls cost without any
@@ -353,6 +383,20 @@ int main(int argc, char **argv) {
         printf("%s: the proxy thread fell behind; the application thread waited for it %.2f times per\n"
                "call (median), and its time includes those waits.\n", cs[c].name, w);
     }
+  /* The machine's own scaling, the ceiling of every "vs T=1" above. */
+  for (int ti = 0, t1 = -1; ti < nt; ti++) {
+    if (tv[ti] == 1) { t1 = ti; continue; }
+    if (t1 < 0) continue;
+    double rr[MAXREP];
+    int m = 0;
+    for (int k = 0; k < reps; k++)
+      if (spin[t1][k] > 0) rr[m++] = spin[ti][k] / spin[t1][k];
+    if (m > 0)
+      printf("this machine: %d threads spinning on registers (no plugin, no memory) ran %.2fx the\n"
+             "iterations per second of one (median of %d repetitions, each just before that\n"
+             "repetition's runs): no \"vs T=1\" above can be expected to exceed it.\n",
+             tv[ti], median(rr, m), m);
+  }
   double spe = cs[base].n[0] ? median(cs[base].states_per_event[0], cs[base].n[0]) : 0;
   printf("\nstates per event: %.2f (counted by the driver).\n"
          "own ns: minus the do-nothing plugin of the same repetition (median of the paired\n"
