@@ -15,10 +15,13 @@
  * prints one line on stderr:
  *   collprof-phases: pid P tid T: floor F ns per part; start N: entry x, descr x, ... = total | stop N: ... | state N: ...
  * in ns per callback, after the floor: what a part that does nothing
- * reads (the fences and the clock), to subtract from each.  The fences make the whole slower than the plain
- * build (they end the overlap of one part's misses with the next), so
- * compare parts with each other, and the total with the timing wrapper's
- * figure for the same build.  In any other build the macros are empty.
+ * reads (the fences and the clock), to subtract from each.  The fences
+ * make the whole slower than the plain build (they end the overlap of
+ * one part's misses with the next), so compare parts with each other,
+ * and the total with the timing wrapper's figure for the same build.
+ * Only the common case is clocked: a state that goes to state_more or
+ * state_kc_stop, or a start that falls back to start_general, is not.
+ * In any other build the macros are empty.
  */
 #ifndef COLLPROF_PHASE_TIMING_H
 #define COLLPROF_PHASE_TIMING_H
