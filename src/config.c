@@ -47,6 +47,7 @@
  * 4-rank 2 MB all-reduces ran 23% slower than with the do-nothing plugin;
  * with 2 MiB, 1% (H200, median of 8 alternated runs; no record dropped). */
 #define DEF_TRACE_BUF 16384u
+#define DEF_TRACE_NICE 10   /* trace_writer.c: why the writer yields */
 
 static cp_config g_cfg;
 static atomic_int g_loaded;
@@ -220,6 +221,9 @@ static void load(cp_config *c) {
   v = DEF_TRACE_BUF;
   get_num("COLLPROF_TRACE_BUFFER", 1, 1u << 24, &v);
   c->trace_buffer = (uint32_t)v;
+  v = DEF_TRACE_NICE;
+  get_num("COLLPROF_TRACE_NICE", 0, 19, &v);
+  c->trace_nice = (int)v;
 
   choose_stamp_dir();
   const char *o = getenv("COLLPROF_OUTPUT_DIR");

@@ -36,6 +36,8 @@ typedef struct cp_config {
   uint32_t pool_size;       /* COLLPROF_POOL_SIZE slots per chunk (default 1024) */
   uint64_t blacklist_cap;   /* COLLPROF_BLACKLIST_CAP (default 10,000,000) */
   uint32_t trace_buffer;    /* COLLPROF_TRACE_BUFFER records per thread ring (default 16384) */
+  int trace_nice;           /* COLLPROF_TRACE_NICE 0..19 (default 10): the trace
+                               writer thread's nice value (trace_writer.c) */
   char output_dir[4096];    /* COLLPROF_OUTPUT_DIR, else collprof-<SLURM_JOB_ID>,
                                else collprof-<YYYYMMDD-HHMMSS> */
   int output_dir_from_env;

@@ -22,13 +22,26 @@ typedef struct bench_result {
   uint64_t proxy_events;  /* proxy mode: starts on the proxy threads */
   uint64_t full_waits;    /* proxy mode: application waits on a full queue */
   double proxy_ns;        /* proxy mode: proxy thread ns per proxy event (timed calls) */
+  double scale;           /* slice mode: median over pairs of all-threads / one-thread rate, 0 none */
 } bench_result;
 
 /* Child entry: drive `plugin` (a .so exporting ncclProfiler_v5) on
  * `threads` threads, `iters` API calls each (after a warm-up).  Prints one
  * "RESULT events states max_ns ns_per_event proxy_events full_waits
  * proxy_ns" line;
- * returns the exit code. */
+ * returns the exit code.
+ *
+ * Slice mode (COLLPROF_BENCH_SLICES=S, T >= 2, no proxy threads): the
+ * timed calls are cut into S pairs of slices, each iters/S calls per
+ * running thread: first one thread alone (each thread in turn), then all
+ * of them.  RESULT then describes the all-thread slices, and a line
+ * "SCALE ratio pairs" follows: per pair, the events per second of the
+ * all-thread slice (all threads, by the slowest) over those of the lone
+ * slice just before it, median over the pairs.  The machine's speed
+ * changes from one second to the next (a 2-core VM here ran the same
+ * one-thread loop in 28 or 53 ms, run to run), and slices tens of
+ * milliseconds apart see the same machine where separate processes
+ * seconds apart do not. */
 int bench_child(const char *plugin, int threads, long iters);
 
 #endif

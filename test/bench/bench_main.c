@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 enum { MAXCONF = 12, MAXT = 4, MAXREP = 64 };
+#define BENCH_SLICES "5"   /* pairs of slices per T >= 2 run: 10000 calls each by default */
 
 typedef struct conf {
   const char *name;
@@ -46,6 +47,7 @@ typedef struct conf {
   double states_per_event[MAXT][MAXREP];
   double waits[MAXT][MAXREP];   /* proxy rows: application waits per call */
   double pxns[MAXT][MAXREP];    /* proxy rows: proxy thread ns per proxy event */
+  double scale[MAXT][MAXREP];   /* T >= 2: the child's sliced scaling (bench.h), 0 none */
   int n[MAXT];
 } conf;
 
@@ -168,6 +170,9 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
     setenv("COLLPROF_OUTPUT_DIR", dir, 1);
     unsetenv("COLLPROF_PERIODS");
     unsetenv("LD_PRELOAD");
+    /* T >= 2: "vs T=1" from slices of one run (bench.h) */
+    if (threads >= 2 && !c->t1_only) setenv("COLLPROF_BENCH_SLICES", BENCH_SLICES, 1);
+    else unsetenv("COLLPROF_BENCH_SLICES");
     for (int i = 0; i < 4 && c->env[i]; i++) putenv((char *)c->env[i]);
     char t[16], it[32];
     snprintf(t, sizeof t, "%d", threads);
@@ -187,6 +192,9 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
       r->proxy_events = pe; r->full_waits = fw; r->proxy_ns = pxns;
       got = 1;
     }
+    double sc;
+    int pairs;
+    if (sscanf(line, "SCALE %lf %d", &sc, &pairs) == 2 && pairs > 0) r->scale = sc;
   }
   fclose(in);
   int st = 0;
@@ -258,6 +266,11 @@ int main(int argc, char **argv) {
   }
   cs[nc] = (conf){.name = "trace on, ring holds run", .env = {"COLLPROF_TRACE=1", ring_env}};
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
+  /* The trace writer at the application's priority (COLLPROF_TRACE_NICE=0;
+   * default 10, trace_writer.c): with two threads on two cores it takes
+   * its CPU from them. */
+  cs[nc] = (conf){.name = "trace on, writer nice 0", .env = {"COLLPROF_TRACE=1", "COLLPROF_TRACE_NICE=0"}};
+  snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
   cs[nc] = (conf){.name = "collprof, trace off", .env = {"COLLPROF_TRACE=0"}};
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
   const int base = nc;   /* the baseline of the "own" column */
@@ -300,7 +313,7 @@ int main(int argc, char **argv) {
       spin[ti][rep] = spin_rate(tv[ti]);
       for (int c = 0; c < nc; c++) {
         if (!cs[c].ok || (cs[c].t1_only && tv[ti] != 1)) continue;
-        bench_result r = {0, 0, 0, 0, -1, 0, 0, 0, 0};
+        bench_result r = {0, 0, 0, 0, -1, 0, 0, 0, 0, 0};
         if (run_child(&cs[c], tv[ti], iters, &r) != 0) {
           fprintf(stderr, "collprof-bench: %s (T=%d) gave no result\n", cs[c].name, tv[ti]);
           failed = 1;
@@ -311,6 +324,7 @@ int main(int argc, char **argv) {
         cs[c].states_per_event[ti][k] = r.events ? (double)r.states / (double)r.events : 0;
         cs[c].waits[ti][k] = (double)r.full_waits / (double)(iters + 2000);
         cs[c].pxns[ti][k] = r.proxy_ns;
+        cs[c].scale[ti][k] = r.scale;
         cs[c].eps[ti][k] = r.max_ns ? (double)r.events * 1e9 / (double)r.max_ns : 0;
         /* of the records offered: written or dropped */
         cs[c].drop[ti][k] = r.dropped < 0 ? -1
@@ -334,12 +348,19 @@ int main(int argc, char **argv) {
       if (cs[c].t1_only && tv[ti] != 1) continue;
       double ns = median(cs[c].ns[ti], cs[c].n[ti]);
       double eps = median(cs[c].eps[ti], cs[c].n[ti]);
-      /* Scaling: the median over repetitions of this repetition's rate over
-       * its own T=1 rate (run moments before), paired like "own ns", so
-       * that the machine's drift between repetitions cancels. */
+      /* Scaling: the median over repetitions of each run's own sliced
+       * ratio (bench.h: one thread alone, then all, tens of milliseconds
+       * apart); without slices, of this repetition's rate over its own
+       * T=1 rate (a separate run moments before). */
       char ratio[32] = "";
       int nr = t1 >= 0 && cs[c].n[t1] < cs[c].n[ti] ? cs[c].n[t1] : cs[c].n[ti];
-      if (tv[ti] != 1 && t1 >= 0 && nr > 0) {
+      double sl[MAXREP];
+      int ns_ = 0;
+      for (int k = 0; tv[ti] != 1 && k < cs[c].n[ti]; k++)
+        if (cs[c].scale[ti][k] > 0) sl[ns_++] = cs[c].scale[ti][k];
+      if (ns_ > 0) {
+        snprintf(ratio, sizeof ratio, "%.2fx", median(sl, ns_));
+      } else if (tv[ti] != 1 && t1 >= 0 && nr > 0) {
         double rr[MAXREP];
         int m = 0;
         for (int k = 0; k < nr; k++)
@@ -403,8 +424,10 @@ int main(int argc, char **argv) {
          "differences): the cost collprof itself adds on the calling thread.\n"
          "floors: the do-nothing plugin reading the clock once per start and stop (trace off)\n"
          "and also once per state (trace on): what timing every event costs by itself.\n"
-         "vs T=1: events per second (all threads, by the slowest) over those of T=1 in\n"
-         "the same repetition, median of the repetitions.\n"
+         "vs T=1: within the T=2 run, %s pairs of slices (each %ld calls per running\n"
+         "thread): one thread alone, then all; the events per second of all (by the\n"
+         "slowest) over the lone thread's just before, median of the pairs, then of the\n"
+         "repetitions; the T=2 rows' other columns are the all-thread slices'.\n"
          "trace dropped: records lost to full rings, as a share of all records offered\n"
          "(written or dropped, warm-up and proxy thread included; counted by collprof, median).\n"
          "own min..max: the smallest and largest paired difference of the repetitions: how\n"
@@ -417,8 +440,10 @@ int main(int argc, char **argv) {
          "thread's own time per event it sends (what NCCL's proxy thread pays);\n"
          "\"deferred\": trace on, the proxy thread's callbacks recorded and applied by\n"
          "collprof's own thread (COLLPROF_PROXY_DEFER=1).\n"
+         "trace on, writer nice 0: the trace writer thread at the application's priority\n"
+         "(COLLPROF_TRACE_NICE=0; default 10, which yields the cores to the application).\n"
          "goals: <= 100 ns/event with the trace, <= 50 without, 2 threads >= 1.8x one\n",
-         spe);
+         spe, BENCH_SLICES, iters / atol(BENCH_SLICES));
   if (nsaid) {
     printf("\nwhat the measured processes wrote on stderr, each line once:\n");
     for (int i = 0; i < nsaid; i++) printf("  %s\n", said[i]);

@@ -40,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { CHANNELS = 2, STEPS = 2, WARMUP = 2000 };
+enum { CHANNELS = 2, STEPS = 2, WARMUP = 2000, MAXSLICE = 64, MAXT_SLICE = 256 };
 
 static ncclProfiler_v5_t *g_p;
 static int g_mask;                  /* NCCL's one process-wide mask int */
@@ -48,6 +48,10 @@ static pthread_barrier_t g_bar;
 static long g_iters;
 static int g_threads;
 static pid_t g_pid;                 /* getpid() is a system call: once */
+/* COLLPROF_BENCH_SLICES=S (T >= 2, not with a proxy): the timed calls are
+ * cut into S pairs of slices, one thread alone (each in turn) then all of
+ * them, each slice iters/S calls per thread running; see bench.h. */
+static int g_slices;
 
 /* One per thread, on its own cache lines: the counters are written at every
  * event, and two threads' counters on one line would make the driver itself
@@ -58,6 +62,8 @@ typedef struct thr {
   uint64_t events, states, ns;
   uint64_t timed_events;            /* proxy thread: its starts in timed calls */
   struct pq *q;                     /* proxy mode: the queue to its proxy thread */
+  /* slice mode: each slice's time and events (0 where it sat out) */
+  uint64_t slice_ns[2 * MAXSLICE], slice_ev[2 * MAXSLICE], slice_st[2 * MAXSLICE];
 } thr;
 
 /* Proxy mode: calls handed from an application thread to its proxy
@@ -359,9 +365,27 @@ static void *thread_main(void *arg) {
   for (int i = 0; i < WARMUP; i++) call(t, seq++, buf);
   t->events = t->states = 0;
   pthread_barrier_wait(&g_bar);
-  uint64_t t0 = now_ns();
-  for (long i = 0; i < g_iters; i++) call(t, seq++, buf);
-  t->ns = now_ns() - t0;
+  if (g_slices) {
+    /* Every thread passes every barrier; one that sits a slice out blocks
+     * in the next one, so the lone thread has a core to itself (and the
+     * trace writer the other).  Each thread times only its own calls: a
+     * thread woken late does not count the wake-up. */
+    const long n = g_iters / g_slices > 0 ? g_iters / g_slices : 1;
+    for (int s = 0; s < 2 * g_slices; s++) {
+      if (s) pthread_barrier_wait(&g_bar);
+      if ((s & 1) || t->idx == (s / 2) % g_threads) {
+        const uint64_t e0 = t->events, s0 = t->states, t0 = now_ns();
+        for (long i = 0; i < n; i++) call(t, seq++, buf);
+        t->slice_ns[s] = now_ns() - t0;
+        t->slice_ev[s] = t->events - e0;
+        t->slice_st[s] = t->states - s0;
+      }
+    }
+  } else {
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < g_iters; i++) call(t, seq++, buf);
+    t->ns = now_ns() - t0;
+  }
   if (g_proxy) {                    /* its last calls' proxy parts, untimed */
     atomic_store_explicit(&t->q->done, 1, memory_order_release);
     pthread_join(px, NULL);
@@ -369,6 +393,47 @@ static void *thread_main(void *arg) {
   pthread_barrier_wait(&g_bar);
   g_p->finalize(t->ctx);
   return NULL;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Slice mode: the RESULT figures from the all-thread slices alone (events,
+ * states, their summed slowest-thread times, ns per event), and the
+ * scaling: per pair, the all slice's events per second (all threads, by
+ * the slowest) over those of the lone slice just before it; the median of
+ * the pairs goes to *scale. */
+static void slice_result(const thr *ts, bench_result *r, double *scale, int *pairs) {
+  double ratio[MAXSLICE];
+  uint64_t ns_all[MAXT_SLICE];
+  int np = 0;
+  for (int i = 0; i < g_threads; i++) ns_all[i] = 0;
+  for (int k = 0; k < g_slices; k++) {
+    const int a = 2 * k, b = 2 * k + 1, lone = k % g_threads;
+    uint64_t ev = 0, slow = 0;
+    for (int i = 0; i < g_threads; i++) {
+      ev += ts[i].slice_ev[b];
+      r->states += ts[i].slice_st[b];
+      if (ts[i].slice_ns[b] > slow) slow = ts[i].slice_ns[b];
+      ns_all[i] += ts[i].slice_ns[b];
+    }
+    r->events += ev;
+    r->max_ns += slow;
+    const thr *l = &ts[lone];
+    if (slow && l->slice_ns[a] && l->slice_ev[a])
+      ratio[np++] = ((double)ev / (double)slow) / ((double)l->slice_ev[a] / (double)l->slice_ns[a]);
+  }
+  uint64_t ev_all[MAXT_SLICE] = {0};
+  for (int i = 0; i < g_threads; i++) {
+    for (int k = 0; k < g_slices; k++) ev_all[i] += ts[i].slice_ev[2 * k + 1];
+    if (ev_all[i]) r->ns_per_event += (double)ns_all[i] / (double)ev_all[i] / g_threads;
+  }
+  *pairs = np;
+  if (!np) return;
+  qsort(ratio, (size_t)np, sizeof ratio[0], cmp_d);
+  *scale = np % 2 ? ratio[np / 2] : (ratio[np / 2 - 1] + ratio[np / 2]) / 2;
 }
 
 int bench_child(const char *plugin, int threads, long iters) {
@@ -386,6 +451,10 @@ int bench_child(const char *plugin, int threads, long iters) {
   g_pid = getpid();
   g_threads = threads;
   g_proxy = getenv("COLLPROF_BENCH_PROXY") && atoi(getenv("COLLPROF_BENCH_PROXY")) == 1;
+  if (getenv("COLLPROF_BENCH_SLICES") && threads >= 2 && threads <= MAXT_SLICE && !g_proxy) {
+    const long s = atol(getenv("COLLPROF_BENCH_SLICES"));
+    g_slices = s > 0 ? (int)(s < MAXSLICE ? s : MAXSLICE) : 0;
+  }
   if (getenv("COLLPROF_BENCH_POLLUTE")) {
     const long kb = atol(getenv("COLLPROF_BENCH_POLLUTE"));
     g_pollute = kb > 0 && kb <= (1L << 20) ? (size_t)kb * 1024 : 0;
@@ -408,9 +477,12 @@ int bench_child(const char *plugin, int threads, long iters) {
     ts[i].idx = i;
     pthread_create(&tid[i], NULL, thread_main, &ts[i]);
   }
-  bench_result r = {0, 0, 0, 0, -1, 0, 0, 0, 0};
-  for (int i = 0; i < threads; i++) {
-    pthread_join(tid[i], NULL);
+  bench_result r = {0, 0, 0, 0, -1, 0, 0, 0, 0, 0};
+  for (int i = 0; i < threads; i++) pthread_join(tid[i], NULL);
+  double scale = 0;
+  int pairs = 0;
+  if (g_slices) slice_result(ts, &r, &scale, &pairs);
+  for (int i = 0; i < threads && !g_slices; i++) {
     r.events += ts[i].events;
     r.states += ts[i].states;
     if (ts[i].ns > r.max_ns) r.max_ns = ts[i].ns;
@@ -428,6 +500,7 @@ int bench_child(const char *plugin, int threads, long iters) {
   printf("RESULT %llu %llu %llu %.3f %llu %llu %.3f\n", (unsigned long long)r.events,
          (unsigned long long)r.states, (unsigned long long)r.max_ns, r.ns_per_event,
          (unsigned long long)pxe, (unsigned long long)waits, pxtimed ? (double)pxns / (double)pxtimed : 0.0);
+  if (pairs) printf("SCALE %.4f %d\n", scale, pairs);
   fflush(stdout);
   free(qs);
   free(ts);

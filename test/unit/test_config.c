@@ -16,7 +16,7 @@ static const char *vars[] = {"NCCL_PROFILE_EVENT_MASK", "COLLPROF_GPU_SAMPLE", "
                              "COLLPROF_POOL_SIZE", "COLLPROF_BLACKLIST_CAP",
                              "COLLPROF_TRACE_BUFFER", "COLLPROF_OUTPUT_DIR", "SLURM_JOB_ID",
                              "COLLPROF_LAUNCH_SAMPLE", "COLLPROF_LAUNCH_INTERVAL_US",
-                             "COLLPROF_LAUNCH_RUN", "COLLPROF_LAUNCH_RUN_GAP_US"};
+                             "COLLPROF_LAUNCH_RUN", "COLLPROF_LAUNCH_RUN_GAP_US", "COLLPROF_TRACE_NICE"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -60,6 +60,7 @@ int main(void) {
   ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
   ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 16384,
      "default sizes");
+  ok(c->trace_nice == 10, "default: the trace writer runs at nice 10");
   ok(c->periods[0] == 0, "no periods by default");
   ok(c->launch_sample == 64 && c->launch_interval_us == 5000,
      "default: one launch in 64 timed, at least 5 ms apart on average");
@@ -107,6 +108,10 @@ int main(void) {
   bad_value("COLLPROF_BLACKLIST_CAP", "1e6", "10000000");
   bad_value("COLLPROF_TRACE_BUFFER", "big", "16384");
   ok(c->trace_buffer == 16384, "bad trace buffer falls back");
+  bad_value("COLLPROF_TRACE_NICE", "20", "10");
+  bad_value("COLLPROF_TRACE_NICE", "-5", "10");
+  bad_value("COLLPROF_TRACE_NICE", "low", "10");
+  ok(c->trace_nice == 10, "bad trace writer nice value falls back to 10");
   bad_value("COLLPROF_PERIODS", "10", "no periods");
   bad_value("COLLPROF_PERIODS", "a:b", "no periods");
   bad_value("COLLPROF_PERIODS", "1:0", "no periods");
@@ -142,6 +147,7 @@ int main(void) {
   setenv("COLLPROF_POOL_SIZE", "0x100", 1);
   setenv("COLLPROF_BLACKLIST_CAP", "0", 1);
   setenv("COLLPROF_TRACE_BUFFER", "4", 1);
+  setenv("COLLPROF_TRACE_NICE", "0", 1);
   setenv("SLURM_JOB_ID", "12345", 1);
   w = reload();
   ok(!w[0], "good values: no warning");
@@ -149,6 +155,7 @@ int main(void) {
   ok(strcmp(c->periods, "0.5:2.5:3") == 0, "periods stored as given");
   ok(c->trace_on == 0 && c->capture == 1 && c->quiet == 1, "switches off/yes/TRUE");
   ok(c->pool_size == 256 && c->blacklist_cap == 0 && c->trace_buffer == 4, "sizes in hex and decimal");
+  ok(c->trace_nice == 0, "COLLPROF_TRACE_NICE=0 taken");
   ok(strcmp(c->output_dir, "collprof-12345") == 0 && !c->output_dir_from_env,
      "folder from SLURM_JOB_ID");
   setenv("COLLPROF_OUTPUT_DIR", "/tmp/somewhere", 1);

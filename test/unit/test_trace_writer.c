@@ -25,6 +25,7 @@
  *   bench      put cost and formatting throughput (diagnostics only)
  */
 #include "collprof.h"
+#include "config.h"
 #include "h2_testlib.h"
 #include "nccl_profiler_abi.h"
 #include "registry.h"
@@ -34,6 +35,7 @@
 #include "trace_writer.h"
 
 #include <dirent.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <errno.h>
 #include <pthread.h>
@@ -213,6 +215,51 @@ static int sc_tiny(const char *expf) {
   FILE *f = fopen(expf, "w");
   fprintf(f, "{\"records\":%llu,\"dropped\":%llu,\"tail\":0}\n",
           (unsigned long long)(n - cp_trace_dropped()), (unsigned long long)cp_trace_dropped());
+  fclose(f);
+  return 0;
+}
+
+/* The writer thread's nice value (COLLPROF_TRACE_NICE), and this thread's
+ * (untouched): "writer W main M", W -1 when no writer thread was found. */
+static int thread_nice(const char *name) {
+  DIR *d = opendir("/proc/self/task");
+  int v = -100;
+  struct dirent *e;
+  while (d && (e = readdir(d)) && v == -100) {
+    char p[300], buf[512];
+    snprintf(p, sizeof p, "/proc/self/task/%s/stat", e->d_name);
+    FILE *f = fopen(p, "r");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *l = strchr(buf, '('), *r = strrchr(buf, ')');
+    if (!l || !r || (size_t)(r - l - 1) != strlen(name) || strncmp(l + 1, name, strlen(name))) continue;
+    /* after ") ": state is field 3, nice field 19 */
+    char *q = r + 2;
+    for (int k = 3; k < 19 && q; k++) q = strchr(q, ' ') ? strchr(q, ' ') + 1 : NULL;
+    if (q) v = atoi(q);
+  }
+  if (d) closedir(d);
+  return v;
+}
+static int sc_nice(const char *expf) {
+  setup_strings_and_comms();
+  cp_trace_start();
+  cp_rec r;
+  make_rec(&r, 0, 0);
+  cp_trace_put(&r);
+  const int want = cp_config_get()->trace_nice;
+  int w = -100;
+  for (int i = 0; i < 400; i++) {   /* the writer sets it as it starts */
+    w = thread_nice("collprof-trace");
+    if (w != -100 && w >= want) break;
+    usleep(5000);
+  }
+  errno = 0;
+  const int m = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+  FILE *f = fopen(expf, "w");
+  fprintf(f, "writer %d main %d\n", w, m);
   fclose(f);
   return 0;
 }
@@ -724,6 +771,7 @@ int main(int argc, char **argv) {
     const char *s = argv[1];
     if (!strcmp(s, "many")) return sc_many(argv[2]);
     if (!strcmp(s, "tiny")) return sc_tiny(argv[2]);
+    if (!strcmp(s, "nice")) return sc_nice(argv[2]);
     if (!strcmp(s, "unwritable")) return sc_unwritable(argv[2]);
     if (!strcmp(s, "tail")) return sc_tail(argv[2]);
     if (!strcmp(s, "full")) return sc_full(argv[2]);
@@ -778,6 +826,25 @@ int main(int argc, char **argv) {
   snprintf(cmdf, sizeof cmdf, "%s/tiny", tmp);
   pid_file(cmdf, f, sizeof f);
   ok(check("count", f, "tiny"), "tiny ring: file holds exactly the records not dropped");
+
+  /* the writer's priority: nice 10 by default, COLLPROF_TRACE_NICE=0 the
+   * application's own; the calling thread's never changes */
+  for (int k = 0; k < 2; k++) {
+    snprintf(e1, sizeof e1, "COLLPROF_OUTPUT_DIR=%s/nice%d", tmp, k);
+    const char *env_nice[] = {e1, k ? "COLLPROF_TRACE_NICE=0" : NULL, NULL};
+    rc = run("nice", env_nice, NULL);
+    snprintf(f, sizeof f, "%s/nice.expect", tmp);
+    exp = slurp(f);
+    int wn = -100, mn = -100;
+    if (exp) sscanf(exp, "writer %d main %d", &wn, &mn);
+    free(exp);
+    errno = 0;
+    const int base = getpriority(PRIO_PROCESS, 0);   /* what the child inherited */
+    const int want = k ? base : (base > 10 ? base : 10);
+    ok(rc == 0 && wn == want && mn == base, "writer thread at nice %d (%s), the application's thread at %d: "
+       "got %d and %d", want, k ? "COLLPROF_TRACE_NICE=0" : "default", base, wn, mn);
+    show_err("nice");
+  }
 
   /* unwritable folder: under a regular file (fails even for root) */
   snprintf(f, sizeof f, "%s/afile", tmp);
