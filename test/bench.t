@@ -35,6 +35,14 @@ mkdir -p "$T/px"
   COLLPROF_OUTPUT_DIR="$T/px/o" "$BIN/collprof-bench" --child "$B/lib/libcollprof.so" 1 100 >/dev/null)
 ok "proxy mode under collprof: KernelCh under its Coll, every one of 4200 counted" \
   grep -q '"path":"GroupApi/CollApi:AllReduce/Coll:AllReduce/KernelCh",.*"calls":4200,' "$T"/px/o/*.jsonl
+# Slice mode (bench.h): 3 pairs of slices; RESULT counts the all-thread
+# slices only (2 threads x 3 slices x 100 calls x 14 events), SCALE one
+# ratio per pair, and the T=2 rows of the table use it.
+res=$(COLLPROF_BENCH_SLICES=3 NCCL_PROFILE_EVENT_MASK=4095 "$BIN/collprof-bench" --child "$B/lib/libnccl-profiler-noop.so" 2 300)
+is "$(echo "$res" | awk '/^RESULT/{print $2}')" "8400" "slice mode: RESULT counts the all-thread slices' events"
+ok "slice mode: a SCALE line with a ratio for each of 3 pairs" \
+  awk '/^SCALE/ { if ($2 + 0 > 0 && $3 == 3) found = 1 } END { exit !found }' <<<"$res"
+ok "the T=2 rows' vs T=1 comes from slices (the legend says so)" grep -q '^vs T=1: within the T=2 run, 5 pairs of slices' "$T/out"
 # ablate.sh reads the own-ns column of that same table: its parser must
 # give exactly the figures the table shows (a column added to the table
 # once made it read Mevents/s instead).
