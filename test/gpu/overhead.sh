@@ -33,6 +33,11 @@
 #                     (4031: every type but KernelCh): NCCL's own cost of
 #                     emitting the events collprof takes by default
 #   collprof-notrace  collprof defaults with COLLPROF_TRACE=0
+#   collprof-nice0    collprof defaults with the trace writer at the
+#                     application's priority (COLLPROF_TRACE_NICE=0;
+#                     default 10): with MPI_BIND="--bind-to core" the
+#                     application, NCCL's proxy thread and the writer share
+#                     one core
 #   collprof-all-notrace  collprof-all with COLLPROF_TRACE=0: with it the
 #                     report splits collprof-all's excess over noop-all
 #                     into collprof's bookkeeping and its trace
@@ -117,6 +122,7 @@ config_env() {
     collprof-lt-count) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_INTERVAL_US=0" ;;
     collprof-run8) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_RUN=8" ;;
     collprof-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_TRACE=0" ;;
+    collprof-nice0) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_TRACE_NICE=0" ;;
     collprof-all-nolaunch) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_LAUNCH_SAMPLE=0" ;;
     collprof-all-notrace) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_TRACE=0" ;;
     collprof-all-defer) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1 -x COLLPROF_PROXY_DEFER=1" ;;
