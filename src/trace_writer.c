@@ -39,10 +39,11 @@
  * thread itself, for itself only).  It formats and writes about as many
  * bytes per record as the application spends nanoseconds making it, so on
  * cores the application keeps busy a writer at the application's priority
- * took a third to a half of one (2 bench threads on 2 cores: each got 0.6-
- * 0.7 of a core, the writer 0.66); at nice 10 it gets what the application
- * leaves, plus about a tenth where they compete (the same bench: 0.91 and
- * 0.97, the writer 0.09).  On idle cores it runs as fast as before.  What
+ * takes a third of them: 2 bench threads on 2 cores got 0.68 of a core
+ * each and the writer 0.69 (test/bench/writer_share.sh, medians of 5
+ * rounds); at nice 10 it gets what the application leaves, plus about a
+ * tenth where they compete (0.97 each, the writer 0.10).  On idle cores it
+ * runs as fast as before.  What
  * it cannot write in time is dropped from a full ring and counted, as
  * before; the profile and the summary never depend on it.  With one CPU per
  * rank (mpirun's default for 2 ranks) it no longer takes NCCL's proxy

@@ -43,6 +43,13 @@ is "$(echo "$res" | awk '/^RESULT/{print $2}')" "8400" "slice mode: RESULT count
 ok "slice mode: a SCALE line with a ratio for each of 3 pairs" \
   awk '/^SCALE/ { if ($2 + 0 > 0 && $3 == 3) found = 1 } END { exit !found }' <<<"$res"
 ok "the T=2 rows' vs T=1 comes from slices (the legend says so)" grep -q '^vs T=1: within the T=2 run, 5 pairs of slices' "$T/out"
+# writer_share.sh (the trace writer's share of busy cores, by nice value)
+# runs and prints a median line for each nice value asked for.
+THREADS=2 "$TOP/test/bench/writer_share.sh" 1 0 10 >"$T/share" 2>&1
+sed 's/^/# /' "$T/share"
+ok "writer_share.sh: calling threads' and writer's shares for nice 0 and 10" \
+  bash -c "grep -Eq '^  nice 0: a calling thread [0-9.]+ of a core, the writer [0-9.]+$' '$T/share' &&
+           grep -Eq '^  nice 10: a calling thread [0-9.]+ of a core, the writer [0-9.]+$' '$T/share'"
 # ablate.sh reads the own-ns column of that same table: its parser must
 # give exactly the figures the table shows (a column added to the table
 # once made it read Mevents/s instead).
