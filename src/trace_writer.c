@@ -43,12 +43,13 @@
  * each and the writer 0.69 (test/bench/writer_share.sh, medians of 5
  * rounds); at nice 10 it gets what the application leaves, plus about a
  * tenth where they compete (0.97 each, the writer 0.10).  On idle cores it
- * runs as fast as before.  What
- * it cannot write in time is dropped from a full ring and counted, as
- * before; the profile and the summary never depend on it.  With one CPU per
- * rank (mpirun's default for 2 ranks) it no longer takes NCCL's proxy
- * thread's turns.  At close, the closing thread (at its own priority)
- * takes over the drain from the writer at the next block.
+ * runs as fast as before.  What it cannot write in time is dropped from a
+ * full ring and counted, as before; the profile and the summary never
+ * depend on it.  With one CPU per rank (mpirun's default for 2 ranks) it
+ * leaves more of that CPU to the application and NCCL's proxy thread (on
+ * 2 H200s the difference was within one run's noise: README).  At close,
+ * the closing thread (at its own priority) takes over the drain from the
+ * writer at the next block.
  *
  * Unwritable folder: one warning, the trace is off (records are no longer
  * accepted); the in-memory profile and snapshots are unaffected.
