@@ -355,11 +355,11 @@ int main(int argc, char **argv) {
       char ratio[32] = "";
       int nr = t1 >= 0 && cs[c].n[t1] < cs[c].n[ti] ? cs[c].n[t1] : cs[c].n[ti];
       double sl[MAXREP];
-      int ns_ = 0;
+      int nsl = 0;
       for (int k = 0; tv[ti] != 1 && k < cs[c].n[ti]; k++)
-        if (cs[c].scale[ti][k] > 0) sl[ns_++] = cs[c].scale[ti][k];
-      if (ns_ > 0) {
-        snprintf(ratio, sizeof ratio, "%.2fx", median(sl, ns_));
+        if (cs[c].scale[ti][k] > 0) sl[nsl++] = cs[c].scale[ti][k];
+      if (nsl > 0) {
+        snprintf(ratio, sizeof ratio, "%.2fx", median(sl, nsl));
       } else if (tv[ti] != 1 && t1 >= 0 && nr > 0) {
         double rr[MAXREP];
         int m = 0;

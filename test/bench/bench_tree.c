@@ -407,9 +407,8 @@ static int cmp_d(const void *a, const void *b) {
  * the pairs goes to *scale. */
 static void slice_result(const thr *ts, bench_result *r, double *scale, int *pairs) {
   double ratio[MAXSLICE];
-  uint64_t ns_all[MAXT_SLICE];
+  uint64_t ns_all[MAXT_SLICE] = {0}, ev_all[MAXT_SLICE] = {0};   /* per thread, all-thread slices */
   int np = 0;
-  for (int i = 0; i < g_threads; i++) ns_all[i] = 0;
   for (int k = 0; k < g_slices; k++) {
     const int a = 2 * k, b = 2 * k + 1, lone = k % g_threads;
     uint64_t ev = 0, slow = 0;
@@ -425,7 +424,6 @@ static void slice_result(const thr *ts, bench_result *r, double *scale, int *pai
     if (slow && l->slice_ns[a] && l->slice_ev[a])
       ratio[np++] = ((double)ev / (double)slow) / ((double)l->slice_ev[a] / (double)l->slice_ns[a]);
   }
-  uint64_t ev_all[MAXT_SLICE] = {0};
   for (int i = 0; i < g_threads; i++) {
     for (int k = 0; k < g_slices; k++) ev_all[i] += ts[i].slice_ev[2 * k + 1];
     if (ev_all[i]) r->ns_per_event += (double)ns_all[i] / (double)ev_all[i] / g_threads;
