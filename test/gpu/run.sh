@@ -8,11 +8,13 @@
 # For each NP: the app with every phase (sweep of all ops, split
 # communicator, CUDA graph) on NP ranks, one GPU each, then check_run.py
 # (exact calls per Coll/P2p path and bytes, GPU times, every rank file
-# parses); then a sweep of sizes >= 1 MiB, 200 calls each, checked the
-# same way and by gpu_time.py (sampled vs CUDA-event time within 20%, with
-# launches timed in runs of 8, the default), again with single timed
-# launches (COLLPROF_LAUNCH_RUN=1: shown, not judged), and with the app's
-# own kernel between calls.
+# parses); then a sweep of sizes >= 1 MiB, 200 calls each queued behind a
+# spinning kernel (--gpu-bound), checked the same way and by gpu_time.py
+# (sampled vs CUDA-event time within 20%, with launches timed in runs of
+# 8, the default), again with single timed launches (COLLPROF_LAUNCH_RUN=1)
+# and as a plain loop (both shown, not judged; launch_skew.py sets the
+# plain loop's timed launches on rank 0 beside rank 1's), and with the
+# app's own kernel between calls.
 # Then, when there are 2 GPUs or more, one process driving 2 GPUs from two
 # threads.  Output folders stay in $RUN_OUT (default a temporary folder).
 # APP_ARGS adds app options to every run (e.g. "--phases sweep,split");
@@ -71,19 +73,33 @@ for np in "${nps[@]}"; do
   # from 1 MiB, 200 timed calls each: 20 calls give a size one or two
   # samples, too few for a median; 200 give a 1 MiB size 13-15 (H200,
   # default 1 in 16; larger sizes fewer, one sample being in flight at a
-  # time).  A loop of such calls is GPU-bound (collprof-gpu-app
-  # --gpu-bound times them the same), so CUDA events time the GPU.
-  # COLLPROF_LAUNCH_SAMPLE=16 (default 64) and no least interval (default
-  # 5 ms, which at 1 MiB would leave a size one sample): 12-14 timed
-  # launches per size, in runs of 8 (the default COLLPROF_LAUNCH_RUN,
-  # launch_timer.h "Runs": the events' own cost shared 8 ways).  Judged.
-  COLLPROF_LAUNCH_SAMPLE=16 COLLPROF_LAUNCH_INTERVAL_US=0 run "gt$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20
+  # time).  COLLPROF_LAUNCH_SAMPLE=16 (default 64) and no least interval
+  # (default 5 ms, which at 1 MiB would leave a size one sample): 12-14
+  # timed launches per size, in runs of 8 (the default COLLPROF_LAUNCH_RUN,
+  # launch_timer.h "Runs": the events' own cost shared 8 ways).  Judged
+  # with the calls queued behind a spinning kernel (--gpu-bound), so that
+  # the CUDA events time the GPU: in a plain loop, timing that many
+  # launches turns 1 MiB on 2 H200s host-bound (the gp step below).
+  GPU_BOUND=--gpu-bound
+  COLLPROF_LAUNCH_SAMPLE=16 COLLPROF_LAUNCH_INTERVAL_US=0 \
+    run "gt$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20 $GPU_BOUND
   # The same with single timed launches (COLLPROF_LAUNCH_RUN=1), shown
   # beside it, not judged: each carries its event pair's 5-9 us, which at
   # 1 MiB on 4 H200s put three collectives at 1.41-1.46 of the CUDA-event
   # time (why runs are the default).
   COLLPROF_LAUNCH_SAMPLE=16 COLLPROF_LAUNCH_INTERVAL_US=0 COLLPROF_LAUNCH_RUN=1 \
-    run "gs$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20
+    run "gs$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20 $GPU_BOUND
+  # The judged sweep as a plain back-to-back loop, shown, not judged.
+  # With one launch in 16 timed, 1 MiB calls on 2 H200s took 12.0-15.6 us
+  # against 10.4-11.0 without a plugin and 10.7-12.2 with collprof's
+  # defaults: the host, not the GPU, sets the pace, and the CUDA-event time
+  # holds its gaps.  There the GPU is rarely behind when a launch is timed,
+  # and when it is, a peer has usually fallen behind and this rank's
+  # kernels wait for it too, so the few busy launches read high (up to
+  # 1.64 of the CUDA-event time).  launch_skew.py sets rank 0's timed
+  # launches beside the peer's to show it.
+  COLLPROF_LAUNCH_SAMPLE=16 COLLPROF_LAUNCH_INTERVAL_US=0 \
+    run "gp$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20
   # Runs must not span the application's own work: a 20 us kernel queued
   # on the stream after every call (runs dropped at the gap, or else read
   # about 20 us high per launch: interleave_check.py).
@@ -95,12 +111,17 @@ for np in "${nps[@]}"; do
     python3 "$TOP/test/gpu/interleave_check.py" "$RUN_OUT/gi$np/app/sweep.json" \
       "$RUN_OUT/gi$np/prof/rank0.jsonl" || fail=$((fail + 1))
   fi
-  for g in gt gs; do
+  for g in gt gs gp; do
     [ -e "$RUN_OUT/$g$np/app/sweep.json" ] || continue
-    echo "== $g$np: sampled GPU time vs CUDA events (COLLPROF_GPU_SAMPLE default)$([ $g = gs ] && echo ', single launches, not judged')"
+    echo "== $g$np: sampled GPU time vs CUDA events (COLLPROF_GPU_SAMPLE default)$(case $g in
+      gs) echo ', single launches, not judged' ;; gp) echo ', plain loop, not judged' ;; esac)"
     python3 "$TOP/test/gpu/gpu_time.py" "$RUN_OUT/$g$np/app/sweep.json" \
-      "$RUN_OUT/$g$np/prof/rank0.jsonl" || [ $g = gs ] || fail=$((fail + 1))
+      "$RUN_OUT/$g$np/prof/rank0.jsonl" || [ $g != gt ] || fail=$((fail + 1))
   done
+  if [ -e "$RUN_OUT/gp$np/prof/rank1.jsonl" ]; then
+    echo "== gp$np: rank 0's timed launches beside rank 1's"
+    python3 "$TOP/test/gpu/launch_skew.py" "$RUN_OUT/gp$np/prof/rank0.jsonl" "$RUN_OUT/gp$np/prof/rank1.jsonl"
+  fi
 done
 if [ "$ngpu" -ge 2 ]; then
   run threads2 1 --gpus-per-proc 2 --iters 10 --warmup 2 --max 4M
