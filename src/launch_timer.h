@@ -63,7 +63,12 @@
  * the span holds: such a launch is counted (idle) and traced, not put in
  * the path's numbers.  So a host-bound loop yields few launch samples and
  * the KernelCh estimate stands; where the GPU is the bottleneck the
- * samples are the kernels' times.
+ * samples are the kernels' times.  The few busy ones of a host-bound
+ * collective read high: its stream is busy mostly because a peer fell
+ * behind, and its kernels wait for that peer too (1 MiB on 2 H200s: up to
+ * 1.64 of the loop's CUDA-event time; test/gpu/launch_skew.py sets one
+ * rank's timed launches beside another's, README "Judged where CUDA events
+ * time the GPU").
  *
  * Costs: nothing on a call that is not sampled beyond a countdown; on a
  * sampled one cuStreamIsCapturing, cuCtxGetCurrent, two cuEventRecord, one
