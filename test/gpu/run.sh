@@ -80,15 +80,14 @@ for np in "${nps[@]}"; do
   # with the calls queued behind a spinning kernel (--gpu-bound), so that
   # the CUDA events time the GPU: in a plain loop, timing that many
   # launches turns 1 MiB on 2 H200s host-bound (the gp step below).
-  GPU_BOUND=--gpu-bound
   COLLPROF_LAUNCH_SAMPLE=16 COLLPROF_LAUNCH_INTERVAL_US=0 \
-    run "gt$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20 $GPU_BOUND
+    run "gt$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20 --gpu-bound
   # The same with single timed launches (COLLPROF_LAUNCH_RUN=1), shown
   # beside it, not judged: each carries its event pair's 5-9 us, which at
   # 1 MiB on 4 H200s put three collectives at 1.41-1.46 of the CUDA-event
   # time (why runs are the default).
   COLLPROF_LAUNCH_SAMPLE=16 COLLPROF_LAUNCH_INTERVAL_US=0 COLLPROF_LAUNCH_RUN=1 \
-    run "gs$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20 $GPU_BOUND
+    run "gs$np" "$np" --phases sweep --min 1M --iters 200 --warmup 20 --gpu-bound
   # The judged sweep as a plain back-to-back loop, shown, not judged.
   # With one launch in 16 timed, 1 MiB calls on 2 H200s took 12.0-15.6 us
   # against 10.4-11.0 without a plugin and 10.7-12.2 with collprof's
