@@ -25,8 +25,9 @@ void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank) {
     s->gpu_est_ns = s->gpu_first_ns; s->gpu_est_calls = s->gpu_first_samples;
   }
   s->gpu_launch_ns = p->gpu_launch_ns; s->gpu_launch_samples = p->gpu_launch_samples;
-  s->ev_min_ns = p->calls ? p->min_ns : UINT64_MAX;
-  s->ev_max_ns = p->calls ? p->max_ns : 0;
+  s->untimed_calls = p->untimed_calls;
+  s->ev_min_ns = p->calls > p->untimed_calls ? p->min_ns : UINT64_MAX;   /* timed events only */
+  s->ev_max_ns = p->calls > p->untimed_calls ? p->max_ns : 0;
   s->nranks = 1;
   s->tmin_ns = s->tmax_ns = p->total_ns;
   s->tmin_rank = s->tmax_rank = rank;
@@ -41,6 +42,7 @@ void cp_pstat_combine(cp_pstat *into, const cp_pstat *from) {
   into->gpu_est_ns += from->gpu_est_ns; into->gpu_est_calls += from->gpu_est_calls;
   into->gpu_outliers += from->gpu_outliers;
   into->gpu_launch_ns += from->gpu_launch_ns; into->gpu_launch_samples += from->gpu_launch_samples;
+  into->untimed_calls += from->untimed_calls;
   if (from->ev_min_ns < into->ev_min_ns) into->ev_min_ns = from->ev_min_ns;
   if (from->ev_max_ns > into->ev_max_ns) into->ev_max_ns = from->ev_max_ns;
   into->nranks += from->nranks;

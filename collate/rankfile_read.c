@@ -79,6 +79,8 @@ static void read_path(json_t *o, cp_path_rec *p) {
   p->gpu_outliers = u64(o, "gpu_outliers");
   p->gpu_launch_ns = u64(o, "gpu_launch_ns");   /* absent without timed launches */
   p->gpu_launch_samples = u64(o, "gpu_launch_samples");
+  p->untimed_calls = u64(o, "untimed_calls");   /* absent when every call was timed */
+  if (p->untimed_calls > p->calls) p->untimed_calls = p->calls;
 }
 
 static void read_rank(json_t *o, cp_rank_data *r) {

@@ -125,7 +125,10 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
     fprintf(f, ",\"call_avg_ns\":"); num(f, d.call_avg_ns);
     fprintf(f, ",\"event_min_ns\":%" PRIu64 ",\"event_max_ns\":%" PRIu64 ",\"bytes\":%" PRIu64
                ",\"states\":%" PRIu64 ",\"unterminated\":%" PRIu64,
-            st->calls ? st->ev_min_ns : 0, st->ev_max_ns, st->bytes, st->states, st->unterminated);
+            st->calls > st->untimed_calls ? st->ev_min_ns : 0, st->ev_max_ns, st->bytes, st->states,
+            st->unterminated);
+    if (st->untimed_calls)   /* host sampling: total/self are estimates */
+      fprintf(f, ",\"untimed_calls\":%" PRIu64 ",\"times_estimated\":true", st->untimed_calls);
     if (st->gpu_samples || st->gpu_ns) {
       fprintf(f, ",\"gpu_ns\":%" PRIu64 ",\"gpu_samples\":%" PRIu64 ",\"gpu_first_ns\":%" PRIu64
                  ",\"gpu_first_samples\":%" PRIu64 ",\"gpu_est_ns\":",

@@ -139,6 +139,19 @@ static void profile(FILE *f, const cp_summary *s) {
             p->s.bytes, bw, d.imbalance_pct, d.imbalance_rank, pw, p->path, p->id);
   }
   free(o);
+  /* host sampling (COLLPROF_HOST_SAMPLE, plugin.c): counts exact, times
+   * the timed calls' mean times the calls */
+  uint64_t calls = 0, untimed = 0;
+  size_t est = 0;
+  for (size_t i = 0; i < s->npaths; i++) {
+    calls += s->paths[i].s.calls;
+    untimed += s->paths[i].s.untimed_calls;
+    est += s->paths[i].s.untimed_calls != 0;
+  }
+  if (untimed)
+    fprintf(f, "Host times sampled (COLLPROF_HOST_SAMPLE): %" PRIu64 " of %" PRIu64
+               " events timed; Total and Self of %zu paths are estimates (timed mean x calls),"
+               " Calls and Bytes are exact\n", calls - untimed, calls, est);
   fputc('\n', f);
   gpu_table(f, s, pw);
 

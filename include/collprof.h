@@ -66,6 +66,11 @@ typedef struct collprof_path_stat {
                              thread left out */
   uint64_t gpu_launch_samples; /* the launches in gpu_launch_ns */
   uint64_t unterminated;  /* started, never stopped (counted at snapshot) */
+  uint64_t untimed_calls; /* of calls, those counted without a time (host
+                             sampling, COLLPROF_HOST_SAMPLE): total_ns and
+                             self_ns are then estimates, the timed events'
+                             sums times calls / (calls - untimed_calls), and
+                             min/max are the timed events'; 0 = all timed */
 } collprof_path_stat;
 
 /* One communicator this process initialised. */
@@ -100,6 +105,10 @@ typedef struct collprof_snapshot {
   /* counters */
   uint64_t events_recorded;        /* events started (PXN included) */
   uint64_t events_pxn;
+  uint64_t events_counted;         /* events of untimed calls counted on their path
+                                      without a slot or trace record (host
+                                      sampling, COLLPROF_HOST_SAMPLE); not in
+                                      events_recorded */
   uint64_t unterminated;
   uint64_t blacklist_evictions;
   uint64_t unknown_parent;         /* events attributed to the UnknownParent element */

@@ -194,6 +194,10 @@ static void load(cp_config *c) {
   get_num("COLLPROF_LAUNCH_RUN", 1, 1024, &v);
   c->launch_run = (uint32_t)v;
 
+  v = 1;
+  get_num("COLLPROF_HOST_SAMPLE", 0, 0x7fffffff, &v);
+  c->host_sample = (int)v;
+
   v = 2;
   get_num("COLLPROF_LAUNCH_RUN_GAP_US", 0, 1000000, &v);
   c->launch_run_gap_us = (uint32_t)v;

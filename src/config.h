@@ -26,6 +26,10 @@ typedef struct cp_config {
                                launch_timer.h, "Runs") */
   uint32_t launch_run_gap_us; /* COLLPROF_LAUNCH_RUN_GAP_US: the longest host gap
                                between two calls of a run (default 2) */
+  int host_sample;          /* COLLPROF_HOST_SAMPLE: time and trace 1 API call in N
+                               per thread, count every call (0: only the calls
+                               GPU sampling or a new path asks for; default 1:
+                               every call): plugin.c, "Host sampling" */
   char periods[128];        /* COLLPROF_PERIODS delay:duration[:repeat], "" none */
   int trace_on;             /* COLLPROF_TRACE (default 1) */
   int capture;              /* COLLPROF_CAPTURE (default 0): write fixtures */

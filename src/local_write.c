@@ -139,6 +139,8 @@ static void path_records(sbuf *b, const collprof_snapshot *s, const int64_t *gid
                 (unsigned long long)p->gpu_est_ns, (unsigned long long)p->gpu_est_calls,
                 (unsigned long long)p->gpu_outliers);
     if (p->gpu_classes) gpu_sizes(b, p->gpu_classes);
+    if (p->untimed_calls)   /* host sampling (plugin.c): times are estimates */
+      sb_printf(b, ",\"untimed_calls\":%llu", (unsigned long long)p->untimed_calls);
     if (p->gpu_launch_samples)   /* launch_timer.h */
       sb_printf(b, ",\"gpu_launch_ns\":%llu,\"gpu_launch_samples\":%llu",
                 (unsigned long long)p->gpu_launch_ns, (unsigned long long)p->gpu_launch_samples);
@@ -171,12 +173,13 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
   sb_printf(b, ",\"maskFrozen\":");
   sb_str(b, frozen);
   sb_printf(b,
-            ",\"eventsRecorded\":%llu,\"eventsPxn\":%llu,\"unterminated\":%llu,"
+            ",\"eventsRecorded\":%llu,\"eventsCounted\":%llu,\"eventsPxn\":%llu,\"unterminated\":%llu,"
             "\"blacklistEvictions\":%llu,\"unknownParent\":%llu,\"traceDropped\":%llu,"
             "\"badCalls\":%llu,\"gpuSampledCalls\":%llu,\"gpuSamplesDropped\":%llu,"
             "\"gpuSamplesDeferred\":%llu,\"gpuSampleGateResets\":%llu,\"gpuLaunchesTimed\":%llu,"
             "\"gpuLaunchesUnattributed\":%llu,\"gpuLaunchesSkipped\":%llu,\"gpuLaunchesUnread\":%llu,\"gpuLaunchesIdle\":%llu,\"memoryBytes\":%llu,\"perEventCostNs\":%.1f,\"command\":",
-            (unsigned long long)s->events_recorded, (unsigned long long)s->events_pxn,
+            (unsigned long long)s->events_recorded, (unsigned long long)s->events_counted,
+            (unsigned long long)s->events_pxn,
             (unsigned long long)s->unterminated, (unsigned long long)s->blacklist_evictions,
             (unsigned long long)s->unknown_parent, (unsigned long long)dropped,
             (unsigned long long)s->bad_calls, (unsigned long long)s->gpu_sampled_calls,

@@ -376,7 +376,11 @@ static void freeze(const char *why, const char *hazard) {
 }
 
 HIDDEN void cp_mask_on_group_start(int tid) {
-  if (!g_switching) return;
+  /* Frozen: the count of open groups is never read again, and every
+   * calling thread writing it would move its cache line between them at
+   * every call (collprof-bench, 2 threads: 1.07x the events per second of
+   * one, against 1.45x with it skipped). */
+  if (!g_switching || atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
   atomic_fetch_add_explicit(&g_open_groups, 1, memory_order_seq_cst);
   int first = atomic_load_explicit(&g_group_tid, memory_order_relaxed);
   if (__builtin_expect(first == tid, 1)) return;
@@ -422,7 +426,7 @@ static void gate(void) {
 }
 
 HIDDEN void cp_mask_on_group_stop(void) {
-  if (!g_switching) return;
+  if (!g_switching || atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
   if (atomic_fetch_sub_explicit(&g_open_groups, 1, memory_order_seq_cst) != 1) return;
   if (atomic_load_explicit(&g_kc_wait, memory_order_relaxed)) atomic_store(&g_kc_wait, 0);
   gate();

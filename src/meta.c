@@ -99,6 +99,8 @@ static void build(void) {
   p = jf_u64(p, c->trace_buffer);
   p = JF_LIT(p, ",\"traceNice\":");
   p = jf_u64(p, (uint64_t)c->trace_nice);
+  p = JF_LIT(p, ",\"hostSample\":");
+  p = jf_i64(p, c->host_sample);
   p = JF_LIT(p, ",\"launchSample\":");
   p = jf_i64(p, c->launch_sample);
   p = JF_LIT(p, ",\"launchIntervalUs\":");

@@ -95,6 +95,7 @@ static struct {   /* pid, stopped, trace_on: in cp_hot (hot.h) */
   _Atomic int nccl_version;
   _Atomic uint64_t bad_calls;
   double event_cost;
+  int host_sample;   /* COLLPROF_HOST_SAMPLE (config.h) */
 } g;
 static pthread_once_t first_once = PTHREAD_ONCE_INIT;
 
@@ -256,6 +257,7 @@ static void first_init(void) {
   g.id_recv = cp_str_intern("Recv");
   g.id_init = cp_str_intern("ProfilerInit");
   g.id_fini = cp_str_intern("ProfilerFinalize");
+  g.host_sample = cfg->host_sample;
   atomic_store(&g.detach, cp_pool_create(0, cfg->pool_size, cfg->blacklist_cap));
   int (*getver)(int *) = NULL;
   *(void **)&getver = dlsym(RTLD_DEFAULT, "ncclGetVersion");
@@ -278,6 +280,73 @@ static inline int valid_type(uint64_t t) { return t && !(t & (t - 1)) && t <= nc
 static inline uint64_t ev_now(void) {
   const uint64_t r = cp_replay_ns;
   return LIKELY(!r) ? cp_clock_now() : r;
+}
+
+/* ---- Host sampling (COLLPROF_HOST_SAMPLE=N) ----
+ * Counting an event needs its path and nothing else; timing and tracing it
+ * need the clock twice, a slot, a parent link and a trace record, which is
+ * where nearly all of a callback's cost goes (README, "Where the cost
+ * goes").  With N > 1 each application thread times and traces one API
+ * call in N (a random one of each block of N, so that no period of the
+ * application's calls lines up with the sampling) and counts the others:
+ * the whole event tree of a counted call gets no slot, no clock read and
+ * no trace record, only a count (calls, bytes, size class) on its path.
+ * Counts stay exact; a path's total and self time become estimates, the
+ * timed events' times times calls / timed (snapshot.c), and the summary
+ * says so.
+ *
+ * The decision is taken at each GroupApi start, the root of an API call on
+ * its thread, and inherited: a counted event's handle has generation 0
+ * (never that of a slot, handle.h) and still carries its path, so its
+ * children are counted too and keep their paths; a Group (no parent)
+ * follows its thread's decision.  Three kinds of call:
+ *   timed    (HS_TIMED)    one in N, and the call after one that counted a
+ *                          path this thread never timed (every path gets a
+ *                          time early, as with GPU sampling);
+ *   untimed  (HS_UNTIMED)  a call that runs with KernelCh on (GPU sampling)
+ *                          but is not due for timing: recorded, since its
+ *                          KernelCh need their Coll/P2p's slot, and traced,
+ *                          but counted without its host times, which are
+ *                          not those of a typical call (a Coll of a KernelCh
+ *                          call stops when its kernel ends, not when it was
+ *                          enqueued: ABI doc), so the timed ones stay an
+ *                          unbiased sample;
+ *   counted  (HS_COUNTED)  the rest.
+ * Threads that start no GroupApi (NCCL's proxy thread, v4) time all their
+ * own events; a proxy event under a counted Coll is counted with it.
+ * Known limits: a counted event cannot be told stopped twice; a launch
+ * timed by the launch timer (launch_timer.h) may name a counted Coll in
+ * its trace record. */
+enum { HS_TIMED = 0, HS_UNTIMED = 1, HS_COUNTED = 2 };
+/* On a recorded slot's type: counted without its host times. */
+#define CP_SLOT_UNTIMED 0x8000u
+
+static inline uint32_t hs_rand(cp_thr *t) {
+  uint32_t x = t->hs_rand;
+  x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+  return t->hs_rand = x;
+}
+
+/* At each GroupApi start (both start paths, once per GroupApi): whether
+ * this call has KernelCh on (t->sampled, mask_control.h; 2 = a first-call
+ * sample) and what is recorded of it. */
+static inline void hs_decide(cp_thr *t) {
+  t->sampled = (int16_t)(cp_mask_kernelch_on() ? 1 + cp_mask_sample_first() : 0);
+  const int n = g.host_sample;
+  if (LIKELY(n == 1)) { t->hs_mode = HS_TIMED; return; }
+  int timed = t->hs_force;
+  t->hs_force = 0;
+  if (n > 1) {
+    if (t->hs_n == 0) t->hs_pos = hs_rand(t) % (uint32_t)n;
+    timed |= t->hs_n == t->hs_pos;
+    if (++t->hs_n >= (uint32_t)n) t->hs_n = 0;
+  }
+  t->hs_mode = (int8_t)(timed ? HS_TIMED : t->sampled ? HS_UNTIMED : HS_COUNTED);
+}
+
+/* A root event of this thread's call (GroupApi, Group) is counted. */
+static inline int hs_counted_root(const cp_thr *t, uint32_t type) {
+  return t->hs_mode == HS_COUNTED && (type & (ncclProfileGroupApi | ncclProfileGroup));
 }
 
 static void lifecycle(const cp_comm *c, uint64_t ctx, uint32_t mask, int fini) {
@@ -549,9 +618,7 @@ static inline __attribute__((always_inline)) void start_hooks(cp_thr *t, const n
   } else if (type == ncclProfileKernelLaunch) {
     cp_lt_launch_start(t, d->kernelLaunch.stream, handle, comm_index, d->rank);
   } else if (type == ncclProfileGroupApi) {
-    cp_lt_group_start(t);
-    /* 2: a first-call sample (mask_control.h), counted once in the estimate */
-    t->sampled = cp_mask_kernelch_on() ? 1 + cp_mask_sample_first() : 0;
+    cp_lt_group_start(t);   /* t->sampled: set by hs_decide */
     if (UNLIKELY(d->groupApi.graphCaptured)) cp_mask_on_graph_capture();
     cp_mask_on_group_start(t->tid);
   } else if (type == ncclProfileCollApi || type == ncclProfileP2pApi) {
@@ -600,6 +667,28 @@ static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool
       if (!pool->gpu_off_valid || off < pool->gpu_off) { pool->gpu_off = off; pool->gpu_off_valid = 1; }
     }
   }
+}
+
+/* An event of a counted call (host sampling, above): its path counted, a
+ * handle of generation 0 that still names its path and pool, the hooks as
+ * for any event.  A counted call never enters its pool, so at its GroupApi
+ * the pool takes in what other threads posted to it (pool_owner.h), as any
+ * recorded event's start would: a KernelCh stop's GPU span reaches its
+ * Coll/P2p, and its path counts as GPU-sampled for the next call's
+ * sampling decision (mask_control.h), no later than with every call
+ * recorded. */
+static inline __attribute__((always_inline)) void start_counted(cp_thr *t, void **eHandle,
+                                                                const ncclProfilerEventDescr_v5_t *d,
+                                                                uint32_t type, uint32_t path, uint64_t bytes,
+                                                                cp_pool *pool, uint64_t ctxv) {
+  if (type == ncclProfileGroupApi &&
+      UNLIKELY(atomic_load_explicit(&pool->in_tail, memory_order_acquire) != pool->in_seen))
+    cp_pool_leave(pool, cp_pool_enter(pool, t));
+  if (LIKELY(path != CP_PATH_NONE) && cp_profile_count_t(t, path, bytes)) t->hs_force = 1;
+  const uint64_t handle = pool_handle(pool, path, 0, 0);
+  *eHandle = (void *)(uintptr_t)handle;
+  cp_inc(&t->counted, 1);
+  start_hooks(t, d, type, path, handle, ctxv, bytes, pool->comm_index);
 }
 
 /* No slot (pool released or out of memory): undo the parent link (kc: a
@@ -687,6 +776,13 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   uint64_t bytes;
   descr_func(t, d, type, &func, &dt, &bytes);
   uint32_t path = scratch ? cp_path_probe(parent_path, type, func) : cp_path_child_t(t, parent_path, type, func);
+  if (comm && !pxn && !v4) {   /* host sampling: decided at GroupApi, inherited */
+    if (type == ncclProfileGroupApi) hs_decide(t);
+    if (pdec ? (pf.gen == 0) : (!pobj && hs_counted_root(t, type))) {
+      start_counted(t, eHandle, d, type, path, bytes, pool, ctxv);
+      return NCCL_OK;
+    }
+  }
 
   /* A parent in another pool is linked first, before ours is held (two
    * pools are never held at once): under its lock, or read without it
@@ -716,7 +812,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
     return NCCL_OK;
   }
   cp_slot_set_path(s, path);   /* atomic: read by cp_pool_peek_parent */
-  s->type = type;
+  s->type = (uint16_t)(type | (t->hs_mode == HS_UNTIMED && !pxn && !scratch ? CP_SLOT_UNTIMED : 0));
   s->start_ns = now;
   s->start_tid = t->tid;
   s->bytes = bytes;
@@ -767,10 +863,15 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   const int mypid = atomic_load_explicit(&cp_hot.pid, memory_order_relaxed);
   if (UNLIKELY(type == ncclProfileProxyOp) && d->proxyOp.pid != mypid) return 0;
   uint32_t parent_path = CP_PATH_NONE;
+  int counted;   /* host sampling: decided at GroupApi, inherited */
   if (pobj) {
     if (((pobj ^ pool->hkey) & CP_HKEY_MASK) != 0) return 0;   /* not this lane's */
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
     if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return 0;
+    counted = (pobj & 0xFFu) == 0;
+  } else {
+    if (type == ncclProfileGroupApi) hs_decide(t);
+    counted = hs_counted_root(t, type);
   }
   CP_PH(CP_PH_S_ENTRY, 1);
   uint32_t func, dt;
@@ -780,6 +881,10 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   CP_PH(CP_PH_S_DESCR, 0);
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
   CP_PH(CP_PH_S_PATH, 0);
+  if (counted) {
+    start_counted(t, eHandle, d, type, path, bytes, pool, ctxv);
+    return 1;
+  }
   const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = ev_now();
   CP_PH(CP_PH_S_CLOCK, 0);
@@ -799,7 +904,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     return 1;
   }
   cp_slot_set_path(s, path);   /* atomic: read by cp_pool_peek_parent */
-  s->type = type;
+  s->type = (uint16_t)(type | (t->hs_mode == HS_UNTIMED ? CP_SLOT_UNTIMED : 0));
   s->start_ns = now;
   s->start_tid = t->tid;
   s->bytes = bytes;
@@ -958,12 +1063,27 @@ static inline cp_pool *fast_pool(const cp_thr *t, uint64_t h) {
 static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, cp_pool *pool, const cp_handle_fields *pf,
                                                                    uint64_t h, int scratch);
 
+/* The stop of a counted event (host sampling): nothing to time or free,
+ * only the hooks a stop runs, found by the path's leaf type. */
+static ncclResult_t stop_counted(cp_thr *t, uint64_t h) {
+  const uint32_t path = (uint32_t)(h >> 44) & 0xFFFFu;
+  if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
+  if (UNLIKELY(path == CP_PATH_NONE || !cp_path_valid_i(path))) return NCCL_OK;
+  const uint32_t type = cp_path_type(path);
+  if (type == ncclProfileGroupApi) {
+    cp_mask_on_group_stop();
+    if (UNLIKELY(t->lt_cur != 0)) cp_lt_group_stop(t, ev_now());
+  } else if (type == ncclProfileKernelLaunch) cp_lt_launch_stop(t);
+  return NCCL_OK;
+}
+
 __attribute__((noinline)) static ncclResult_t stop_general(void *eHandle) {
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
   cp_handle_fields f;
   cp_thr *t;
   cp_pool *pool = handle_pool_checked(h, &f, &t, "stopEvent");
   if (!pool) return NCCL_OK;
+  if (f.gen == 0) return stop_counted(t, h);
   return stop_body(t, pool, &f, h, pool->scratch);
 }
 
@@ -992,7 +1112,8 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   }
   const uint64_t dur = now > s->start_ns ? now - s->start_ns : 0;
   const uint64_t self = dur > s->child_ns ? dur - s->child_ns : 0;
-  const uint32_t path = s->path, type = s->type;
+  const uint32_t path = s->path, type = s->type & ~CP_SLOT_UNTIMED;
+  const int untimed = (s->type & CP_SLOT_UNTIMED) != 0;
   const uint64_t bytes = s->bytes;
   /* The slot's second line only for a KernelCh: other events never read it
    * at stop (nor write it after their start). */
@@ -1030,7 +1151,8 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
     return NCCL_OK;
   }
   if (LIKELY(path != CP_PATH_NONE)) {
-    cp_profile_stop_t(t, path, dur, self, bytes);
+    if (LIKELY(!untimed)) cp_profile_stop_t(t, path, dur, self, bytes);
+    else if (cp_profile_count_t(t, path, bytes)) t->hs_force = 1;   /* a recorded, untimed call */
     if (UNLIKELY(kch) && kch_ok) cp_profile_gpu_t(t, path, ge - gs, 0);
   }
   CP_PH(CP_PH_T_PROFILE, 0);
@@ -1050,6 +1172,7 @@ ncclResult_t cp_core_stop(void *eHandle) {
   cp_thr *t = cp_tls_thr;
   cp_pool *pool = fast_pool(t, h);
   if (LIKELY(pool != NULL)) {
+    if (UNLIKELY((h & 0xFFu) == 0)) return stop_counted(t, h);
     const cp_handle_fields f = cp_handle_fields_of(h);
     return stop_body(t, pool, &f, h, 0);
   }
@@ -1118,6 +1241,14 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
                                                                     uint64_t h, int eState,
                                                                     const ncclProfilerEventStateArgs_v5_t *a, int scratch);
 
+/* A state of a counted event (host sampling): counted on its path, not
+ * traced. */
+__attribute__((noinline)) static ncclResult_t state_counted(cp_thr *t, uint64_t h) {
+  const uint32_t path = (uint32_t)(h >> 44) & 0xFFFFu;
+  if (LIKELY(path != CP_PATH_NONE && cp_path_valid_i(path))) cp_profile_state_t(t, path);
+  return NCCL_OK;
+}
+
 __attribute__((noinline)) static ncclResult_t state_general(void *eHandle, int eState,
                                                            const ncclProfilerEventStateArgs_v5_t *a) {
   const uint64_t h = (uint64_t)(uintptr_t)eHandle;
@@ -1125,6 +1256,7 @@ __attribute__((noinline)) static ncclResult_t state_general(void *eHandle, int e
   cp_thr *t;
   cp_pool *pool = handle_pool_checked(h, &f, &t, "recordEventState");
   if (!pool) return NCCL_OK;
+  if (f.gen == 0) return state_counted(t, h);
   return state_body(t, pool, &f, h, eState, a, pool->scratch);
 }
 
@@ -1144,7 +1276,7 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
     else bad(W_STALE_HANDLE, "recordEventState with a stale or invalid handle; ignored");
     return NCCL_OK;
   }
-  const uint32_t type = s->type;
+  const uint32_t type = s->type & ~CP_SLOT_UNTIMED;
   if (UNLIKELY(type == ncclProfileKernelCh) && eState == ncclProfilerKernelChStop && a) {
     __atomic_store_n(&s->gpu_stop, a->pTimer, __ATOMIC_RELAXED);
     __atomic_store_n(&s->has_gpu_stop, 1, __ATOMIC_RELAXED);
@@ -1250,6 +1382,7 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
   cp_thr *t = cp_tls_thr;
   cp_pool *pool = fast_pool(t, h);
   if (UNLIKELY(pool == NULL)) return state_more(t, NULL, h, eState, a, 0);
+  if (UNLIKELY((h & 0xFFu) == 0)) return state_counted(t, h);
   if (UNLIKELY(eState == ncclProfilerKernelChStop)) return state_kc_stop(t, pool, h, a);
   const uint32_t path = (uint32_t)(h >> 44) & 0xFFFFu;
   if (UNLIKELY(path == CP_PATH_NONE) ||

@@ -59,12 +59,14 @@ void cp_profile_merge(collprof_path_stat *out, size_t n, cp_gcls **cls) {
         cp_prof_ent *e = &ch[i];
         collprof_path_stat *o = &out[c * CP_PROF_CHUNK + i];
         uint64_t calls = __atomic_load_n(&e->calls, __ATOMIC_ACQUIRE);
-        if (calls) {
+        const uint64_t untimed = cp_ld(&e->untimed);
+        if (calls > untimed) {   /* min and max from timed events only */
           uint64_t mn = cp_ld(&e->min), mx = cp_ld(&e->max);
-          if (o->calls == 0 || mn < o->min_ns) o->min_ns = mn;
+          if (o->calls == o->untimed_calls || mn < o->min_ns) o->min_ns = mn;
           if (mx > o->max_ns) o->max_ns = mx;
         }
         o->calls += calls;
+        o->untimed_calls += untimed;
         o->total_ns += cp_ld(&e->total);
         o->self_ns += cp_ld(&e->self);
         o->bytes += cp_ld(&e->bytes);

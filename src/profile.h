@@ -51,6 +51,22 @@ static inline __attribute__((always_inline)) void cp_profile_stop_t(cp_thr *t, u
   }
   __atomic_store_n(&e->calls, calls + 1, __ATOMIC_RELEASE);
 }
+/* One event counted without a time (host sampling, plugin.c): its call,
+ * bytes and size class, no duration.  Returns 1 when this thread had no
+ * timed event on the path yet. */
+static inline __attribute__((always_inline)) int cp_profile_count_t(cp_thr *t, uint32_t path, uint64_t bytes) {
+  cp_prof_ent *e = cp_prof_ent_get(t, path);
+  if (!e) return 0;
+  const uint64_t calls = cp_ld(&e->calls), untimed = cp_ld(&e->untimed);
+  __atomic_store_n(&e->untimed, untimed + 1, __ATOMIC_RELAXED);
+  if (bytes) {
+    cp_inc(&e->bytes, bytes);
+    cp_gcls *g = e->cls ? e->cls : cp_prof_cls_slow(e);
+    if (g) cp_inc(&g->c[cp_gcls_of(bytes)].calls, 1);
+  }
+  __atomic_store_n(&e->calls, calls + 1, __ATOMIC_RELEASE);
+  return calls == untimed;
+}
 static inline void cp_profile_state_t(cp_thr *t, uint32_t path) {
   cp_prof_ent *e = cp_prof_ent_get(t, path);
   if (e) cp_inc(&e->states, 1);

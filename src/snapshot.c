@@ -61,6 +61,17 @@ static void scan_slot(const cp_slot *s, void *arg) {
 
 /* A path's GPU estimate from its size classes (g: NULL if it has none),
  * which the path keeps (gpu_classes) when it is a sampled Coll/P2p. */
+/* Host sampling (plugin.c): a path with untimed calls gets the estimate of
+ * all its calls' time, the timed events' mean times the calls; none timed
+ * (possible only for a path first seen in the last calls of the run): 0. */
+static void scale_untimed(collprof_path_stat *p) {
+  if (!p->untimed_calls) return;
+  const uint64_t timed = p->calls - p->untimed_calls;
+  if (!timed) { p->total_ns = p->self_ns = 0; return; }
+  p->total_ns = (uint64_t)((unsigned __int128)p->total_ns * p->calls / timed);
+  p->self_ns = (uint64_t)((unsigned __int128)p->self_ns * p->calls / timed);
+}
+
 static void path_estimate(collprof_path_stat *p, cp_gcls *g) {
   if (g && p->gpu_samples && p->leaf_type != 64) {
     cp_gcls_fill_unsized(g, p->calls);
@@ -176,7 +187,8 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   scan_pool(cp_core_pool_for(0, 0), &sc, &out->blacklist_evictions, &memory, NULL);
   for (size_t i = 0; i < n; i++) {
     collprof_path_stat *p = &out->paths[i];
-    if (p->calls == 0) p->min_ns = p->max_ns = 0;
+    if (p->calls == p->untimed_calls) p->min_ns = p->max_ns = 0;
+    scale_untimed(p);
     path_estimate(p, cls ? cls[i] : NULL);
   }
   free(cls);
@@ -184,6 +196,7 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   for (cp_thr *t = cp_thr_all(); t; t = t->next) {
     out->events_recorded += cp_ld(&t->events);
     out->events_pxn += cp_ld(&t->events_pxn);
+    out->events_counted += cp_ld(&t->counted);
     out->unknown_parent += cp_ld(&t->unknown_parent);
   }
   out->unterminated = sc.unterminated;

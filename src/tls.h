@@ -27,6 +27,7 @@
  * stores, read by snapshots with relaxed loads. */
 typedef struct cp_prof_ent {
   uint64_t calls, total, self, min, max, bytes, states, gpu_ns, gpu_samples;
+  uint64_t untimed;             /* of calls, those without a time (host sampling) */
   uint64_t gpu_first_ns, gpu_first_samples;   /* collprof.h: first-call samples */
   uint64_t launch_ns, launch_samples;         /* Coll/P2p: launch_timer.h, periodic samples */
   struct cp_gcls *cls;   /* Coll/P2p: calls and GPU samples per size class
@@ -48,7 +49,12 @@ typedef struct cp_thr {
   uint64_t last_hkey;           /* handle tag and last_pidx as handle bits, 0 = none */
   uint64_t events;              /* counter (single writer, relaxed) */
   int tid;
-  int sampled;                  /* cp_mask_kernelch_on() at the last GroupApi start */
+  int16_t sampled;              /* cp_mask_kernelch_on() at the last GroupApi start */
+  int8_t hs_mode;               /* plugin.c, host sampling: this thread's API call is
+                                   timed (0, also where no GroupApi ever starts),
+                                   recorded untimed (1) or counted only (2) */
+  int8_t hs_force;              /* a path without a timed event was counted: time
+                                   the next API call */
   uint32_t last_pidx;
   uint32_t lt_cur;              /* launch_timer.h: the open timed launch's slot + 1, 0 = none */
   /* from line 1: the profile chunks, the first ones read at every stop */
@@ -69,6 +75,11 @@ typedef struct cp_thr {
   uint32_t lt_run;              /* launches its next run is to hold (COLLPROF_LAUNCH_RUN adapts it), 0 = not yet set */
   uint32_t lt_fails;            /* runs of 2 or more in a row that were not clean (launch_timer.c, adapt) */
   uint32_t lt_hold;             /* clean single launches still due before a run is tried again */
+  /* plugin.c, host sampling: position in the block of N API calls, the
+   * call of the block to time, the generator that draws it, and events
+   * counted without a slot */
+  uint32_t hs_n, hs_pos, hs_rand;
+  uint64_t counted;
   /* Coll/P2p GPU spans dropped by the slot-reuse check (plugin.c) */
   uint64_t gpu_dropped;
   /* kc_batch.h: this thread's KernelCh under one parent in another

@@ -49,6 +49,9 @@ static void cp_usage(FILE *f) {
     "                          profile [COLLPROF_TRACE=1|0] (default: trace)\n"
     "      --gpu-sample N      GPU timing (KernelCh) on 1 API call in N; 1 every\n"
     "                          call, 0 never [COLLPROF_GPU_SAMPLE] (default 16)\n"
+    "      --host-sample N     time and trace 1 API call in N, count every call\n"
+    "                          (times become estimates) [COLLPROF_HOST_SAMPLE]\n"
+    "                          (default 1: every call)\n"
     "      --periods D:T[:R]   profile only in windows: off D seconds, on T seconds,\n"
     "                          R times (default 1, 0 for ever) [COLLPROF_PERIODS]\n"
     "      --rank-logs WHICH   per-rank logfiles: all, none or a list like 0,4-7\n"
@@ -195,7 +198,7 @@ static const char *cp_basename(const char *p) {
   return s ? s + 1 : p;
 }
 
-enum { OPT_TRACE = 256, OPT_NO_TRACE, OPT_GPU_SAMPLE, OPT_PERIODS, OPT_RANK_LOGS, OPT_CAPTURE,
+enum { OPT_TRACE = 256, OPT_NO_TRACE, OPT_GPU_SAMPLE, OPT_HOST_SAMPLE, OPT_PERIODS, OPT_RANK_LOGS, OPT_CAPTURE,
        OPT_MPI, OPT_NO_MPI, OPT_LIST_EVENTS };
 
 int main(int argc, char **argv) {
@@ -203,6 +206,7 @@ int main(int argc, char **argv) {
     {"output", required_argument, 0, 'o'},   {"events", required_argument, 0, 'e'},
     {"trace", no_argument, 0, OPT_TRACE},     {"no-trace", no_argument, 0, OPT_NO_TRACE},
     {"gpu-sample", required_argument, 0, OPT_GPU_SAMPLE},
+    {"host-sample", required_argument, 0, OPT_HOST_SAMPLE},
     {"periods", required_argument, 0, OPT_PERIODS},
     {"rank-logs", required_argument, 0, OPT_RANK_LOGS},
     {"capture", no_argument, 0, OPT_CAPTURE}, {"quiet", no_argument, 0, 'q'},
@@ -212,7 +216,7 @@ int main(int argc, char **argv) {
     {0, 0, 0, 0}};
   const char *output = NULL, *periods = NULL, *rank_logs = NULL;
   int trace = -1, capture = 0, quiet = 0, mpi = -1, list_events = 0, have_mask = 0;
-  long gpu_sample = -1;
+  long gpu_sample = -1, host_sample = -1;
   uint32_t mask = 0;
   char err[256];
 
@@ -233,6 +237,10 @@ int main(int argc, char **argv) {
     case OPT_GPU_SAMPLE:
       if (cp_parse_uint(optarg, &gpu_sample))
         cp_bad("--gpu-sample: '%s' is not a number >= 0%s", optarg, "");
+      break;
+    case OPT_HOST_SAMPLE:
+      if (cp_parse_uint(optarg, &host_sample))
+        cp_bad("--host-sample: '%s' is not a number >= 0%s", optarg, "");
       break;
     case OPT_PERIODS:
       if (cp_check_periods(optarg))
@@ -300,6 +308,10 @@ int main(int argc, char **argv) {
   if (gpu_sample >= 0) {
     snprintf(num, sizeof num, "%ld", gpu_sample);
     cp_setenv("COLLPROF_GPU_SAMPLE", num);
+  }
+  if (host_sample >= 0) {
+    snprintf(num, sizeof num, "%ld", host_sample);
+    cp_setenv("COLLPROF_HOST_SAMPLE", num);
   }
   if (periods) cp_setenv("COLLPROF_PERIODS", periods);
   if (rank_logs) cp_setenv("COLLPROF_RANK_LOGS", rank_logs);

@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { MAXCONF = 12, MAXT = 4, MAXREP = 64 };
+enum { MAXCONF = 16, MAXT = 4, MAXREP = 64 };
 #define BENCH_SLICES "5"   /* pairs of slices per T >= 2 run: 10000 calls each by default */
 
 typedef struct conf {
@@ -272,6 +272,20 @@ int main(int argc, char **argv) {
   cs[nc] = (conf){.name = "trace on, writer nice 0", .env = {"COLLPROF_TRACE=1", "COLLPROF_TRACE_NICE=0"}};
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
   cs[nc] = (conf){.name = "collprof, trace off", .env = {"COLLPROF_TRACE=0"}};
+  snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
+  /* collprof's default mask (KernelCh on one call in 16), then host
+   * sampling on top of it (src/plugin.c, "Host sampling"): one API call in
+   * 16 timed and traced, the others counted */
+  cs[nc] = (conf){.name = "default mask, trace on",
+                  .env = {"COLLPROF_TRACE=1", "NCCL_PROFILE_EVENT_MASK=4031", "COLLPROF_GPU_SAMPLE=16"}};
+  snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
+  cs[nc] = (conf){.name = "host sample 16, trace on",
+                  .env = {"COLLPROF_TRACE=1", "NCCL_PROFILE_EVENT_MASK=4031", "COLLPROF_GPU_SAMPLE=16",
+                          "COLLPROF_HOST_SAMPLE=16"}};
+  snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
+  cs[nc] = (conf){.name = "host sample 16, trace off",
+                  .env = {"COLLPROF_TRACE=0", "NCCL_PROFILE_EVENT_MASK=4031", "COLLPROF_GPU_SAMPLE=16",
+                          "COLLPROF_HOST_SAMPLE=16"}};
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
   const int base = nc;   /* the baseline of the "own" column */
   cs[nc] = (conf){.name = "do-nothing plugin", .env = {NULL}};

@@ -44,6 +44,9 @@
 #   noop-clock-all    noop-all reading the clock at every start and stop
 #                     (NOOP_CLOCK=1): what timing every event costs by
 #                     itself, the floor of any profiler that times them
+#   collprof-hs16     collprof defaults with COLLPROF_HOST_SAMPLE=16: one API
+#                     call in 16 timed and traced, the others only counted
+#                     (src/plugin.c, "Host sampling")
 #   collprof-nolaunch collprof defaults with COLLPROF_LAUNCH_SAMPLE=0: no
 #                     CUDA events around kernel launches (src/launch_timer.h),
 #                     so the report shows what timing launches costs
@@ -117,6 +120,7 @@ config_env() {
     noop-all) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095" ;;
     noop-clock-all) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095 -x NOOP_CLOCK=1" ;;
     noop-default) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4031" ;;
+    collprof-hs16) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_HOST_SAMPLE=16" ;;
     collprof-nolaunch) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=0" ;;
     collprof-lt-first) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=1000000000" ;;
     collprof-lt-count) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_INTERVAL_US=0" ;;

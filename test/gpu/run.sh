@@ -54,6 +54,7 @@ run() {
     ${COLLPROF_LAUNCH_SAMPLE:+-x COLLPROF_LAUNCH_SAMPLE=$COLLPROF_LAUNCH_SAMPLE} \
     ${COLLPROF_LAUNCH_INTERVAL_US:+-x COLLPROF_LAUNCH_INTERVAL_US=$COLLPROF_LAUNCH_INTERVAL_US} \
     ${COLLPROF_LAUNCH_RUN:+-x COLLPROF_LAUNCH_RUN=$COLLPROF_LAUNCH_RUN} \
+    ${COLLPROF_HOST_SAMPLE:+-x COLLPROF_HOST_SAMPLE=$COLLPROF_HOST_SAMPLE} \
     "$APP" --out "$d/app" "$@" ${APP_ARGS:-} >"$d/app.log" 2>&1
   local rc=$?
   grep -E '^collprof|avg bus' "$d/app.log" | sed 's/^/   /' | tail -n 20
@@ -64,6 +65,9 @@ run() {
 for np in "${nps[@]}"; do
   if [ "$np" -gt "$ngpu" ]; then echo "# skip $np ranks: $ngpu GPU(s)"; continue; fi
   run "np$np" "$np" --iters 20 --warmup 5
+  # Host sampling (src/plugin.c): one API call in 16 timed and traced, the
+  # others only counted; calls and bytes per path must stay exact.
+  COLLPROF_HOST_SAMPLE=16 run "hs$np" "$np" --iters 20 --warmup 5
   # Every kernel launch timed (src/launch_timer.h): the graph phase's
   # launches on the capturing stream must be skipped (the app's graph would
   # fail or hold the events otherwise), the rest read by finalize.
@@ -124,6 +128,7 @@ for np in "${nps[@]}"; do
 done
 if [ "$ngpu" -ge 2 ]; then
   run threads2 1 --gpus-per-proc 2 --iters 10 --warmup 2 --max 4M
+  COLLPROF_HOST_SAMPLE=16 run hs-threads2 1 --gpus-per-proc 2 --iters 10 --warmup 2 --max 4M
   # the same with two CUDA contexts in one process timing every launch
   COLLPROF_LAUNCH_SAMPLE=1 COLLPROF_LAUNCH_INTERVAL_US=0 LAUNCH_ALL=1 \
     run lt-threads2 1 --gpus-per-proc 2 --iters 10 --warmup 2 --max 4M

@@ -35,7 +35,7 @@ META_KEYS = ["recordType", "tool", "version", "pid", "host", "wallTime", "wallNs
              "eventMask", "config", "command"]
 RANK_KEYS = ["recordType", "rank", "worldSize", "pid", "host", "startWall", "startTs", "endTs",
              "eventMask", "gpuSample", "traceOn", "ncclVersion", "periods", "maskFrozen", "eventsRecorded",
-             "eventsPxn", "unterminated", "blacklistEvictions", "unknownParent", "traceDropped",
+             "eventsCounted", "eventsPxn", "unterminated", "blacklistEvictions", "unknownParent", "traceDropped",
              "badCalls", "gpuSampledCalls", "gpuSamplesDropped", "gpuSamplesDeferred", "gpuSampleGateResets",
              "gpuLaunchesTimed", "gpuLaunchesUnattributed", "gpuLaunchesSkipped", "gpuLaunchesUnread", "gpuLaunchesIdle", "memoryBytes",
              "perEventCostNs", "command", "comms"]

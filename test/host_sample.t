@@ -1,0 +1,66 @@
+#!/bin/bash
+# host_sample.t — host sampling (COLLPROF_HOST_SAMPLE=N, src/plugin.c "Host
+# sampling") on CPU: real captures replayed through libcollprof.so with the
+# default mask (GPU sampling by the replay's live-mask emulation) once with
+# every call timed and once with N = 4, 16 and 0; host_sample_check.py
+# holds each sampled run to the reference: counts per path exact, GPU
+# samples untouched, events recorded + counted = recorded, estimates
+# consistent, the trace holding the timed calls.  Then the offline and the
+# MPI collation of a sampled run: same calls per path, times marked as
+# estimates in summary.json and summary.log.
+. "$(dirname "$0")/tap.sh"
+REPLAY=$BIN/collprof-replay
+PLUGIN=$LIB/libcollprof.so
+COLLATE=$BIN/collprof-collate
+[ -x "$REPLAY" ] && [ -e "$PLUGIN" ] && [ -x "$COLLATE" ] || skip_all "collprof-replay, collprof-collate or libcollprof.so not built"
+command -v python3 >/dev/null || skip_all "no python3"
+ls "$FIX"/ar_nvlink/p0.jsonl >/dev/null 2>&1 || skip_all "no fixtures in $FIX"
+unset NCCL_PROFILE_EVENT_MASK COLLPROF_GPU_SAMPLE COLLPROF_PERIODS COLLPROF_TRACE COLLPROF_HASH_BITS
+CHK=(python3 "$TOP/test/host_sample_check.py")
+
+replay() { # OUT N CAPTURE...
+  local out=$1 n=$2; shift 2
+  rm -rf "$out"
+  COLLPROF_HOST_SAMPLE=$n COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 \
+    "$REPLAY" --no-mpi --plugin "$PLUGIN" "$@" >"$out.log" 2>&1
+}
+
+# ar_net: ProxyOp and ProxyStep on the proxy thread under counted Colls;
+# ar4_threads: two application threads (and communicators) in one process
+for sc in ar_nvlink sendrecv ar_grouped ar_net ar4_threads; do
+  cap=$FIX/$sc/p0.jsonl
+  [ -s "$cap" ] || { skip "$sc: no capture"; continue; }
+  replay "$T/$sc.ref" 1 "$cap"
+  for n in 1 4 16 0; do
+    replay "$T/$sc.h$n" $n "$cap"
+    "${CHK[@]}" "$T/$sc.ref" "$T/$sc.h$n" $n >"$T/chk" 2>&1
+    tap_from_checker "$T/chk"
+  done
+done
+
+# offline collation of a sampled run against the reference's
+"$COLLATE" "$T/ar_nvlink.ref" >/dev/null 2>&1
+"$COLLATE" "$T/ar_nvlink.h4" >/dev/null 2>&1
+"${CHK[@]}" --summary "$T/ar_nvlink.ref" "$T/ar_nvlink.h4" >"$T/chk" 2>&1
+tap_from_checker "$T/chk"
+
+# the MPI tree (untimed_calls travels in the merged numbers), 2 ranks
+MPILIB=$LIB/libcollprof-mpi.so
+if [ -n "${SAN:-}" ]; then
+  skip "mpirun with a preloaded library is not run under sanitizers"
+elif ! command -v mpirun >/dev/null || [ ! -e "$MPILIB" ]; then
+  skip "no mpirun or libcollprof-mpi.so"
+else
+  MPIRUN=(mpirun --oversubscribe)
+  [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
+  for n in 1 4; do
+    rm -rf "$T/mpi.h$n"
+    COLLPROF_OUTPUT_DIR=$T/mpi.h$n COLLPROF_QUIET=1 COLLPROF_HOST_SAMPLE=$n timeout 120 "${MPIRUN[@]}" -np 2 \
+      -x COLLPROF_OUTPUT_DIR -x COLLPROF_QUIET -x COLLPROF_HOST_SAMPLE -x LD_PRELOAD="$MPILIB" \
+      "$REPLAY" "$FIX"/ar_nvlink/p*.jsonl >"$T/mpi.h$n.out" 2>&1
+    is "$?" 0 "mpirun, 2 ranks, COLLPROF_HOST_SAMPLE=$n: exits 0"
+  done
+  "${CHK[@]}" --summary "$T/mpi.h1" "$T/mpi.h4" >"$T/chk" 2>&1
+  tap_from_checker "$T/chk"
+fi
+done_testing
