@@ -34,6 +34,13 @@ static inline cp_prof_ent *cp_prof_ent_get(cp_thr *t, uint32_t path) {
   }
   return cp_prof_ent_slow(t, path);
 }
+/* A Coll/P2p's bytes and its size class (0 bytes: counted at estimate time). */
+static inline __attribute__((always_inline)) void cp_prof_bytes(cp_prof_ent *e, uint64_t bytes) {
+  if (!bytes) return;
+  cp_inc(&e->bytes, bytes);
+  cp_gcls *g = e->cls ? e->cls : cp_prof_cls_slow(e);
+  if (g) cp_inc(&g->c[cp_gcls_of(bytes)].calls, 1);
+}
 /* min starts at UINT64_MAX (cp_prof_ent_slow), so no first-call test. */
 static inline __attribute__((always_inline)) void cp_profile_stop_t(cp_thr *t, uint32_t path, uint64_t dur,
                                                                     uint64_t self, uint64_t bytes) {
@@ -44,11 +51,7 @@ static inline __attribute__((always_inline)) void cp_profile_stop_t(cp_thr *t, u
   if (dur > cp_ld(&e->max)) __atomic_store_n(&e->max, dur, __ATOMIC_RELAXED);
   cp_inc(&e->total, dur);
   cp_inc(&e->self, self);
-  if (bytes) {   /* Coll/P2p: its size class (0 bytes: counted at estimate time) */
-    cp_inc(&e->bytes, bytes);
-    cp_gcls *g = e->cls ? e->cls : cp_prof_cls_slow(e);
-    if (g) cp_inc(&g->c[cp_gcls_of(bytes)].calls, 1);
-  }
+  cp_prof_bytes(e, bytes);
   __atomic_store_n(&e->calls, calls + 1, __ATOMIC_RELEASE);
 }
 /* One event counted without a time (host sampling, plugin.c): its call,
@@ -59,11 +62,7 @@ static inline __attribute__((always_inline)) int cp_profile_count_t(cp_thr *t, u
   if (!e) return 0;
   const uint64_t calls = cp_ld(&e->calls), untimed = cp_ld(&e->untimed);
   __atomic_store_n(&e->untimed, untimed + 1, __ATOMIC_RELAXED);
-  if (bytes) {
-    cp_inc(&e->bytes, bytes);
-    cp_gcls *g = e->cls ? e->cls : cp_prof_cls_slow(e);
-    if (g) cp_inc(&g->c[cp_gcls_of(bytes)].calls, 1);
-  }
+  cp_prof_bytes(e, bytes);
   __atomic_store_n(&e->calls, calls + 1, __ATOMIC_RELEASE);
   return calls == untimed;
 }
