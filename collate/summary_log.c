@@ -150,7 +150,7 @@ static void profile(FILE *f, const cp_summary *s) {
   }
   if (untimed)
     fprintf(f, "Host times sampled (COLLPROF_HOST_SAMPLE): %" PRIu64 " of %" PRIu64
-               " events timed; Total and Self of %zu paths are estimates (timed mean x calls),"
+               " events timed; Total and Self of %zu paths are estimates (the timed events' mean x calls),"
                " Calls and Bytes are exact\n", calls - untimed, calls, est);
   fputc('\n', f);
   gpu_table(f, s, pw);

@@ -69,8 +69,15 @@ typedef struct collprof_path_stat {
   uint64_t untimed_calls; /* of calls, those counted without a time (host
                              sampling, COLLPROF_HOST_SAMPLE): total_ns and
                              self_ns are then estimates, the timed events'
-                             sums times calls / (calls - untimed_calls), and
+                             sums times calls / (calls - untimed_calls) (their
+                             weighted mean under auto), and
                              min/max are the timed events'; 0 = all timed */
+  uint64_t timed_weight_extra; /* COLLPROF_HOST_SAMPLE=auto: the timed events'
+                             weights beyond 1, summed (src/host_sample.h):
+                             before the snapshot's estimate, total_ns and
+                             self_ns hold each time times its weight; the
+                             estimate is then total_ns * calls / (calls -
+                             untimed_calls + timed_weight_extra) */
 } collprof_path_stat;
 
 /* One communicator this process initialised. */

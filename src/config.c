@@ -22,6 +22,7 @@
  *    changes folder by re-reading the environment.
  */
 #include "config.h"
+#include "host_sample.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -194,9 +195,18 @@ static void load(cp_config *c) {
   get_num("COLLPROF_LAUNCH_RUN", 1, 1024, &v);
   c->launch_run = (uint32_t)v;
 
-  v = 1;
-  get_num("COLLPROF_HOST_SAMPLE", 0, 0x7fffffff, &v);
-  c->host_sample = (int)v;
+  /* "auto" (the default: host_sample.h) or a number */
+  c->host_sample = CP_HOST_SAMPLE_AUTO;
+  const char *hs = getenv("COLLPROF_HOST_SAMPLE");
+  if (hs && *hs && strcasecmp(hs, "auto") != 0) {
+    uint64_t n;
+    const char *why = NULL;
+    if (parse_u64(hs, 0x7fffffff, &n, &why)) c->host_sample = (int)n;
+    else bad("COLLPROF_HOST_SAMPLE", hs, why, "auto");
+  }
+  v = 100;
+  get_num("COLLPROF_HOST_SAMPLE_US", 0, 3600000000ull, &v);
+  c->host_sample_us = (uint32_t)v;
 
   v = 2;
   get_num("COLLPROF_LAUNCH_RUN_GAP_US", 0, 1000000, &v);

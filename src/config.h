@@ -29,7 +29,10 @@ typedef struct cp_config {
   int host_sample;          /* COLLPROF_HOST_SAMPLE: time and trace 1 API call in N
                                per thread, count every call (0: only the calls
                                GPU sampling or a new path asks for; default 1:
-                               every call): plugin.c, "Host sampling" */
+                               every call; CP_HOST_SAMPLE_AUTO: N from the call
+                               rate, host_sample.h): plugin.c, "Host sampling" */
+  uint32_t host_sample_us;  /* COLLPROF_HOST_SAMPLE_US: auto's least spacing of a
+                               thread's timed calls (default 100) */
   char periods[128];        /* COLLPROF_PERIODS delay:duration[:repeat], "" none */
   int trace_on;             /* COLLPROF_TRACE (default 1) */
   int capture;              /* COLLPROF_CAPTURE (default 0): write fixtures */

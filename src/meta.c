@@ -10,6 +10,7 @@
 #include "meta.h"
 #include "collprof.h"
 #include "config.h"
+#include "host_sample.h"
 #include "jfmt.h"
 #include "output.h"
 
@@ -100,7 +101,9 @@ static void build(void) {
   p = JF_LIT(p, ",\"traceNice\":");
   p = jf_u64(p, (uint64_t)c->trace_nice);
   p = JF_LIT(p, ",\"hostSample\":");
-  p = jf_i64(p, c->host_sample);
+  p = c->host_sample == CP_HOST_SAMPLE_AUTO ? JF_LIT(p, "\"auto\"") : jf_i64(p, c->host_sample);
+  p = JF_LIT(p, ",\"hostSampleUs\":");
+  p = jf_u64(p, c->host_sample_us);
   p = JF_LIT(p, ",\"launchSample\":");
   p = jf_i64(p, c->launch_sample);
   p = JF_LIT(p, ",\"launchIntervalUs\":");

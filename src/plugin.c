@@ -65,6 +65,7 @@
 #include "config.h"
 #include "cuda_uuid.h"
 #include "handle.h"
+#include "host_sample.h"
 #include "kc_batch.h"
 #include "launch_timer.h"
 #include "mask_control.h"
@@ -96,6 +97,7 @@ static struct {   /* pid, stopped, trace_on: in cp_hot (hot.h) */
   _Atomic uint64_t bad_calls;
   double event_cost;
   int host_sample;   /* COLLPROF_HOST_SAMPLE (config.h) */
+  uint64_t hs_target_ns;   /* COLLPROF_HOST_SAMPLE_US, auto (host_sample.h) */
 } g;
 static pthread_once_t first_once = PTHREAD_ONCE_INIT;
 
@@ -258,6 +260,7 @@ static void first_init(void) {
   g.id_init = cp_str_intern("ProfilerInit");
   g.id_fini = cp_str_intern("ProfilerFinalize");
   g.host_sample = cfg->host_sample;
+  g.hs_target_ns = (uint64_t)cfg->host_sample_us * 1000;
   atomic_store(&g.detach, cp_pool_create(0, cfg->pool_size, cfg->blacklist_cap));
   int (*getver)(int *) = NULL;
   *(void **)&getver = dlsym(RTLD_DEFAULT, "ncclGetVersion");
@@ -293,7 +296,9 @@ static inline uint64_t ev_now(void) {
  * no trace record, only a count (calls, bytes, size class) on its path.
  * Counts stay exact; a path's total and self time become estimates, the
  * timed events' times times calls / timed (snapshot.c), and the summary
- * says so.
+ * says so.  The default, auto, takes each block's N from the thread's call
+ * rate and gives each timed event the weight N (host_sample.h): the slot
+ * type carries its log2 to the stop (slot_type).
  *
  * The decision is taken at each GroupApi start, the root of an API call on
  * its thread, and inherited: a counted event's handle has generation 0
@@ -331,17 +336,45 @@ static inline uint32_t hs_rand(cp_thr *t) {
  * this call has KernelCh on (t->sampled, mask_control.h; 2 = a first-call
  * sample) and what is recorded of it. */
 static inline void hs_decide(cp_thr *t) {
-  t->sampled = (int16_t)(cp_mask_kernelch_on() ? 1 + cp_mask_sample_first() : 0);
+  t->sampled = (int8_t)(cp_mask_kernelch_on() ? 1 + cp_mask_sample_first() : 0);
   const int n = g.host_sample;
   if (LIKELY(n == 1)) { t->hs_mode = HS_TIMED; return; }
-  int timed = t->hs_force;
-  t->hs_force = 0;
-  if (n > 1) {
-    if (t->hs_n == 0) t->hs_pos = hs_rand(t) % (uint32_t)n;
-    timed |= t->hs_n == t->hs_pos;
-    if (++t->hs_n >= (uint32_t)n) t->hs_n = 0;
+  int timed = 0;
+  if (n != 0) {
+    if (t->hs_n == 0) {   /* a new block: auto takes its size from the rate */
+      if (n < 0) t->hs_lg = cp_hs_auto_lg(g.hs_target_ns, t->hs_gap);
+      t->hs_blk = n < 0 ? 1u << t->hs_lg : (uint32_t)n;
+      t->hs_pos = t->hs_blk > 1 ? hs_rand(t) % t->hs_blk : 0;
+    }
+    timed = t->hs_n == t->hs_pos;
+    if (++t->hs_n >= t->hs_blk) t->hs_n = 0;
+    t->hs_calls++;
   }
+  /* the block's sample weighs N (host_sample.h); a forced extra one 1 */
+  t->hs_wlg = (int8_t)(timed && n < 0 ? t->hs_lg : 0);
+  timed |= t->hs_force;
+  t->hs_force = 0;
   t->hs_mode = (int8_t)(timed ? HS_TIMED : t->sampled ? HS_UNTIMED : HS_COUNTED);
+}
+
+/* auto: a recorded call's GroupApi started at now; the calls since the
+ * last recorded one give the rate (host_sample.h). */
+static inline void hs_note_start(cp_thr *t, uint64_t now) {
+  if (t->hs_last_ns && now > t->hs_last_ns)
+    t->hs_gap = cp_hs_gap_update(t->hs_gap, now - t->hs_last_ns, t->hs_calls);
+  t->hs_last_ns = now;
+  t->hs_calls = 0;
+}
+
+/* What a recorded event's slot type carries besides NCCL's type bit:
+ * CP_SLOT_UNTIMED, or the log2 of a timed event's weight in bits 12-14
+ * (auto; never on a KernelCh, which the proxy thread starts and whose
+ * type the pool compares as is). */
+#define CP_SLOT_TYPE_BITS 0x0FFFu
+#define CP_SLOT_WLG_SHIFT 12
+static inline uint16_t slot_type(const cp_thr *t, uint32_t type) {
+  if (t->hs_mode == HS_UNTIMED) return (uint16_t)(type | CP_SLOT_UNTIMED);
+  return (uint16_t)(type | (type != ncclProfileKernelCh ? (uint32_t)t->hs_wlg << CP_SLOT_WLG_SHIFT : 0));
 }
 
 /* A root event of this thread's call (GroupApi, Group) is counted. */
@@ -803,6 +836,8 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   }
   const int trace = !scratch && atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = ev_now();
+  if (type == ncclProfileGroupApi && g.host_sample < 0 && comm && !pxn && !v4 && !scratch)
+    hs_note_start(t, now);
   uint32_t idx;
   const int own = cp_pool_enter(pool, t);
   if (pdec && ppool == pool) link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
@@ -812,7 +847,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
     return NCCL_OK;
   }
   cp_slot_set_path(s, path);   /* atomic: read by cp_pool_peek_parent */
-  s->type = (uint16_t)(type | (t->hs_mode == HS_UNTIMED && !pxn && !scratch ? CP_SLOT_UNTIMED : 0));
+  s->type = !pxn && !scratch ? slot_type(t, type) : (uint16_t)type;
   s->start_ns = now;
   s->start_tid = t->tid;
   s->bytes = bytes;
@@ -888,6 +923,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = ev_now();
   CP_PH(CP_PH_S_CLOCK, 0);
+  if (UNLIKELY(type == ncclProfileGroupApi) && g.host_sample < 0) hs_note_start(t, now);
   plink pl = {0, 0, 0, 0, 0};
   uint32_t idx;
   const int own = cp_pool_enter(pool, t);
@@ -904,7 +940,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     return 1;
   }
   cp_slot_set_path(s, path);   /* atomic: read by cp_pool_peek_parent */
-  s->type = (uint16_t)(type | (t->hs_mode == HS_UNTIMED ? CP_SLOT_UNTIMED : 0));
+  s->type = slot_type(t, type);
   s->start_ns = now;
   s->start_tid = t->tid;
   s->bytes = bytes;
@@ -1112,8 +1148,9 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   }
   const uint64_t dur = now > s->start_ns ? now - s->start_ns : 0;
   const uint64_t self = dur > s->child_ns ? dur - s->child_ns : 0;
-  const uint32_t path = s->path, type = s->type & ~CP_SLOT_UNTIMED;
-  const int untimed = (s->type & CP_SLOT_UNTIMED) != 0;
+  const uint32_t stype = s->type, path = s->path, type = stype & CP_SLOT_TYPE_BITS;
+  const int untimed = (stype & CP_SLOT_UNTIMED) != 0;
+  const unsigned wlg = (stype >> CP_SLOT_WLG_SHIFT) & 7u;
   const uint64_t bytes = s->bytes;
   /* The slot's second line only for a KernelCh: other events never read it
    * at stop (nor write it after their start). */
@@ -1151,7 +1188,7 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
     return NCCL_OK;
   }
   if (LIKELY(path != CP_PATH_NONE)) {
-    if (LIKELY(!untimed)) cp_profile_stop_t(t, path, dur, self, bytes);
+    if (LIKELY(!untimed)) cp_profile_stop_t(t, path, dur, self, bytes, wlg);
     else if (cp_profile_count_t(t, path, bytes)) t->hs_force = 1;   /* a recorded, untimed call */
     if (UNLIKELY(kch) && kch_ok) cp_profile_gpu_t(t, path, ge - gs, 0);
   }
@@ -1276,7 +1313,7 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
     else bad(W_STALE_HANDLE, "recordEventState with a stale or invalid handle; ignored");
     return NCCL_OK;
   }
-  const uint32_t type = s->type & ~CP_SLOT_UNTIMED;
+  const uint32_t type = s->type & CP_SLOT_TYPE_BITS;
   if (UNLIKELY(type == ncclProfileKernelCh) && eState == ncclProfilerKernelChStop && a) {
     __atomic_store_n(&s->gpu_stop, a->pTimer, __ATOMIC_RELAXED);
     __atomic_store_n(&s->has_gpu_stop, 1, __ATOMIC_RELAXED);

@@ -32,7 +32,7 @@ cp_gcls *cp_prof_cls_slow(cp_prof_ent *e) {
 }
 
 void cp_profile_stop(uint32_t path, uint64_t dur, uint64_t self, uint64_t bytes) {
-  cp_profile_stop_t(cp_thr_get(), path, dur, self, bytes);
+  cp_profile_stop_t(cp_thr_get(), path, dur, self, bytes, 0);
 }
 
 void cp_profile_state(uint32_t path) { cp_profile_state_t(cp_thr_get(), path); }
@@ -67,6 +67,7 @@ void cp_profile_merge(collprof_path_stat *out, size_t n, cp_gcls **cls) {
         }
         o->calls += calls;
         o->untimed_calls += untimed;
+        o->timed_weight_extra += cp_ld(&e->wextra);
         o->total_ns += cp_ld(&e->total);
         o->self_ns += cp_ld(&e->self);
         o->bytes += cp_ld(&e->bytes);

@@ -41,14 +41,22 @@ static inline __attribute__((always_inline)) void cp_prof_bytes(cp_prof_ent *e, 
   cp_gcls *g = e->cls ? e->cls : cp_prof_cls_slow(e);
   if (g) cp_inc(&g->c[cp_gcls_of(bytes)].calls, 1);
 }
-/* min starts at UINT64_MAX (cp_prof_ent_slow), so no first-call test. */
+/* min starts at UINT64_MAX (cp_prof_ent_slow), so no first-call test.
+ * wlg: log2 of the event's weight (host sampling, auto: host_sample.h),
+ * 0 for weight 1; min and max stay the event's own. */
 static inline __attribute__((always_inline)) void cp_profile_stop_t(cp_thr *t, uint32_t path, uint64_t dur,
-                                                                    uint64_t self, uint64_t bytes) {
+                                                                    uint64_t self, uint64_t bytes,
+                                                                    unsigned wlg) {
   cp_prof_ent *e = cp_prof_ent_get(t, path);
   if (!e) return;
   uint64_t calls = cp_ld(&e->calls);
   if (dur < cp_ld(&e->min)) __atomic_store_n(&e->min, dur, __ATOMIC_RELAXED);
   if (dur > cp_ld(&e->max)) __atomic_store_n(&e->max, dur, __ATOMIC_RELAXED);
+  if (__builtin_expect(wlg != 0, 0)) {
+    cp_inc(&e->wextra, (1ull << wlg) - 1);
+    dur <<= wlg;
+    self <<= wlg;
+  }
   cp_inc(&e->total, dur);
   cp_inc(&e->self, self);
   cp_prof_bytes(e, bytes);

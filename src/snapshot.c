@@ -21,6 +21,7 @@
 #include "output.h"
 #include "config.h"
 #include "handle.h"
+#include "host_sample.h"
 #include "launch_timer.h"
 #include "mask_control.h"
 #include "output_hooks.h"
@@ -62,14 +63,14 @@ static void scan_slot(const cp_slot *s, void *arg) {
 /* A path's GPU estimate from its size classes (g: NULL if it has none),
  * which the path keeps (gpu_classes) when it is a sampled Coll/P2p. */
 /* Host sampling (plugin.c): a path with untimed calls gets the estimate of
- * all its calls' time, the timed events' mean times the calls; none timed
- * (possible only for a path first seen in the last calls of the run): 0. */
+ * all its calls' time, the timed events' weighted mean times the calls
+ * (host_sample.h); none timed (possible only for a path first seen in the
+ * last calls of the run): 0. */
 static void scale_untimed(collprof_path_stat *p) {
-  if (!p->untimed_calls) return;
-  const uint64_t timed = p->calls - p->untimed_calls;
-  if (!timed) { p->total_ns = p->self_ns = 0; return; }
-  p->total_ns = (uint64_t)((unsigned __int128)p->total_ns * p->calls / timed);
-  p->self_ns = (uint64_t)((unsigned __int128)p->self_ns * p->calls / timed);
+  if (!p->untimed_calls && !p->timed_weight_extra) return;
+  const uint64_t timed = p->calls - p->untimed_calls, wx = p->timed_weight_extra;
+  p->total_ns = cp_hs_estimate(p->total_ns, p->calls, timed, wx);
+  p->self_ns = cp_hs_estimate(p->self_ns, p->calls, timed, wx);
 }
 
 static void path_estimate(collprof_path_stat *p, cp_gcls *g) {

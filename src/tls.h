@@ -26,7 +26,11 @@
 /* Per path, per thread.  Written by the owning thread with relaxed atomic
  * stores, read by snapshots with relaxed loads. */
 typedef struct cp_prof_ent {
-  uint64_t calls, total, self, min, max, bytes, states, gpu_ns, gpu_samples;
+  uint64_t calls, total, self, min, max;
+  uint64_t wextra;              /* host sampling, auto: timed events' weights beyond 1,
+                                   summed; total and self hold each time times its
+                                   weight (host_sample.h) */
+  uint64_t bytes, states, gpu_ns, gpu_samples;
   uint64_t untimed;             /* of calls, those without a time (host sampling) */
   uint64_t gpu_first_ns, gpu_first_samples;   /* collprof.h: first-call samples */
   uint64_t launch_ns, launch_samples;         /* Coll/P2p: launch_timer.h, periodic samples */
@@ -49,7 +53,9 @@ typedef struct cp_thr {
   uint64_t last_hkey;           /* handle tag and last_pidx as handle bits, 0 = none */
   uint64_t events;              /* counter (single writer, relaxed) */
   int tid;
-  int16_t sampled;              /* cp_mask_kernelch_on() at the last GroupApi start */
+  int8_t sampled;               /* cp_mask_kernelch_on() at the last GroupApi start */
+  int8_t hs_wlg;                /* host sampling, auto: log2 of the weight of this
+                                   thread's timed call (host_sample.h), else 0 */
   int8_t hs_mode;               /* plugin.c, host sampling: this thread's API call is
                                    timed (0, also where no GroupApi ever starts),
                                    recorded untimed (1) or counted only (2) */
@@ -80,6 +86,11 @@ typedef struct cp_thr {
    * counted without a slot */
   uint32_t hs_n, hs_pos, hs_rand;
   uint64_t counted;
+  /* host sampling, auto (host_sample.h): the current block's size and its
+   * log2, API calls since the last recorded one, when that one started,
+   * and the running mean gap between calls */
+  uint32_t hs_blk, hs_lg, hs_calls;
+  uint64_t hs_last_ns, hs_gap;
   /* Coll/P2p GPU spans dropped by the slot-reuse check (plugin.c) */
   uint64_t gpu_dropped;
   /* kc_batch.h: this thread's KernelCh under one parent in another

@@ -73,6 +73,10 @@ run -e all ./prog
 is "$(val NCCL_PROFILE_EVENT_MASK)" 4095 "-e all"
 run --trace ./prog
 is "$(val COLLPROF_TRACE)" 1 "--trace: COLLPROF_TRACE=1"
+run --host-sample 16 ./prog
+is "$(val COLLPROF_HOST_SAMPLE)" 16 "--host-sample 16"
+run --host-sample AUTO ./prog
+is "$(val COLLPROF_HOST_SAMPLE)" auto "--host-sample auto (any case): COLLPROF_HOST_SAMPLE=auto"
 rm -f started; COLLPROF_TRACE=0 COLLPROF_GPU_SAMPLE=7 COLLPROF_LIBDIR=$FAKE "$CP" ./prog >out 2>&1
 is "$(val COLLPROF_TRACE),$(val COLLPROF_GPU_SAMPLE)" "0,7" "variables set by the user pass through"
 rm -f started; COLLPROF_TRACE=0 COLLPROF_LIBDIR=$FAKE "$CP" --trace ./prog >out 2>&1
@@ -132,6 +136,7 @@ bad "empty event item" -e Coll,,P2p
 bad "event number too large" -e 0x100000000
 bad "negative gpu-sample" --gpu-sample -1
 bad "gpu-sample not a number" --gpu-sample x
+bad "host-sample not a number or auto" --host-sample often
 bad "periods without duration" --periods 1
 bad "periods not numbers" --periods a:b
 bad "periods zero duration" --periods 1:0

@@ -43,3 +43,8 @@ done_testing() { echo "1..$_tap_n"; exit 0; }
 MPIRUN=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca btl_vader_single_copy_mechanism none)
 [ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
 export OMPI_MCA_rmaps_base_oversubscribe=1
+# Every API call timed and traced unless a test asks otherwise: a replay
+# issues NCCL's calls microseconds apart, so host sampling's default (auto,
+# src/host_sample.h) would time one in 64, and the tests compare traces
+# and times with every callback.  host_sample.t tests the sampling itself.
+export COLLPROF_HOST_SAMPLE=${COLLPROF_HOST_SAMPLE:-1}

@@ -51,7 +51,9 @@ static void cp_usage(FILE *f) {
     "                          call, 0 never [COLLPROF_GPU_SAMPLE] (default 16)\n"
     "      --host-sample N     time and trace 1 API call in N, count every call\n"
     "                          (times become estimates) [COLLPROF_HOST_SAMPLE]\n"
-    "                          (default 1: every call)\n"
+    "                          (default 1: every call); auto: N from each\n"
+    "                          thread's call rate, timed calls about\n"
+    "                          COLLPROF_HOST_SAMPLE_US (100) apart\n"
     "      --periods D:T[:R]   profile only in windows: off D seconds, on T seconds,\n"
     "                          R times (default 1, 0 for ever) [COLLPROF_PERIODS]\n"
     "      --rank-logs WHICH   per-rank logfiles: all, none or a list like 0,4-7\n"
@@ -216,6 +218,7 @@ int main(int argc, char **argv) {
     {0, 0, 0, 0}};
   const char *output = NULL, *periods = NULL, *rank_logs = NULL;
   int trace = -1, capture = 0, quiet = 0, mpi = -1, list_events = 0, have_mask = 0;
+  enum { HOST_SAMPLE_AUTO = -2 };   /* -1: not given */
   long gpu_sample = -1, host_sample = -1;
   uint32_t mask = 0;
   char err[256];
@@ -239,8 +242,9 @@ int main(int argc, char **argv) {
         cp_bad("--gpu-sample: '%s' is not a number >= 0%s", optarg, "");
       break;
     case OPT_HOST_SAMPLE:
-      if (cp_parse_uint(optarg, &host_sample))
-        cp_bad("--host-sample: '%s' is not a number >= 0%s", optarg, "");
+      if (!strcasecmp(optarg, "auto")) host_sample = HOST_SAMPLE_AUTO;
+      else if (cp_parse_uint(optarg, &host_sample))
+        cp_bad("--host-sample: '%s' is not a number >= 0 or auto%s", optarg, "");
       break;
     case OPT_PERIODS:
       if (cp_check_periods(optarg))
@@ -309,7 +313,9 @@ int main(int argc, char **argv) {
     snprintf(num, sizeof num, "%ld", gpu_sample);
     cp_setenv("COLLPROF_GPU_SAMPLE", num);
   }
-  if (host_sample >= 0) {
+  if (host_sample == HOST_SAMPLE_AUTO) {
+    cp_setenv("COLLPROF_HOST_SAMPLE", "auto");
+  } else if (host_sample >= 0) {
     snprintf(num, sizeof num, "%ld", host_sample);
     cp_setenv("COLLPROF_HOST_SAMPLE", num);
   }

@@ -28,6 +28,9 @@
 # give the scaling a writer doing less (or nothing) would allow.  Needs
 # python3; builds in $TMPDIR.
 set -u
+# every call timed, as the figures quoted from this script were measured
+# (collprof's default, COLLPROF_HOST_SAMPLE=auto, would time 1 in 64 here)
+export COLLPROF_HOST_SAMPLE=${COLLPROF_HOST_SAMPLE:-1}
 # own_ns: a bench table on stdin -> the own ns of its three collprof rows
 # at T=1 ("trace on" "ring holds run" "trace off"), then the T=2 rows'
 # "vs T=1" of trace on and trace off ("-" where the table has no T=2).  A

@@ -47,6 +47,10 @@
 #   collprof-hs16     collprof defaults with COLLPROF_HOST_SAMPLE=16: one API
 #                     call in 16 timed and traced, the others only counted
 #                     (src/plugin.c, "Host sampling")
+#   collprof-hs1      collprof defaults with every API call timed and traced
+#                     (COLLPROF_HOST_SAMPLE=1)
+#   collprof-auto     collprof defaults with COLLPROF_HOST_SAMPLE=auto: N from
+#                     each thread's call rate (src/host_sample.h)
 #   collprof-nolaunch collprof defaults with COLLPROF_LAUNCH_SAMPLE=0: no
 #                     CUDA events around kernel launches (src/launch_timer.h),
 #                     so the report shows what timing launches costs
@@ -121,6 +125,8 @@ config_env() {
     noop-clock-all) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4095 -x NOOP_CLOCK=1" ;;
     noop-default) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4031" ;;
     collprof-hs16) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_HOST_SAMPLE=16" ;;
+    collprof-hs1) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_HOST_SAMPLE=1" ;;
+    collprof-auto) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_HOST_SAMPLE=auto" ;;
     collprof-nolaunch) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=0" ;;
     collprof-lt-first) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=1000000000" ;;
     collprof-lt-count) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_INTERVAL_US=0" ;;

@@ -64,10 +64,14 @@ run() {
 
 for np in "${nps[@]}"; do
   if [ "$np" -gt "$ngpu" ]; then echo "# skip $np ranks: $ngpu GPU(s)"; continue; fi
-  run "np$np" "$np" --iters 20 --warmup 5
+  # the defaults (host sampling auto named: test/tap.sh pins 1 for replays)
+  COLLPROF_HOST_SAMPLE=auto run "np$np" "$np" --iters 20 --warmup 5
   # Host sampling (src/plugin.c): one API call in 16 timed and traced, the
   # others only counted; calls and bytes per path must stay exact.
   COLLPROF_HOST_SAMPLE=16 run "hs$np" "$np" --iters 20 --warmup 5
+  # Every call timed and traced (the default, auto, src/host_sample.h,
+  # samples the small sizes and times the large ones at every call).
+  COLLPROF_HOST_SAMPLE=1 run "h1$np" "$np" --iters 20 --warmup 5
   # Every kernel launch timed (src/launch_timer.h): the graph phase's
   # launches on the capturing stream must be skipped (the app's graph would
   # fail or hold the events otherwise), the rest read by finalize.

@@ -7,6 +7,7 @@
  * default in effect.
  */
 #include "config.h"
+#include "host_sample.h"
 #include "h2_testlib.h"
 
 #include <regex.h>
@@ -17,7 +18,7 @@ static const char *vars[] = {"NCCL_PROFILE_EVENT_MASK", "COLLPROF_GPU_SAMPLE", "
                              "COLLPROF_TRACE_BUFFER", "COLLPROF_OUTPUT_DIR", "SLURM_JOB_ID",
                              "COLLPROF_LAUNCH_SAMPLE", "COLLPROF_LAUNCH_INTERVAL_US",
                              "COLLPROF_LAUNCH_RUN", "COLLPROF_LAUNCH_RUN_GAP_US", "COLLPROF_TRACE_NICE",
-                             "COLLPROF_HOST_SAMPLE"};
+                             "COLLPROF_HOST_SAMPLE", "COLLPROF_HOST_SAMPLE_US"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -58,7 +59,8 @@ int main(void) {
   free(w);
   ok(c->event_mask == (4095u & ~64u) && !c->mask_from_env, "default mask is 4095 without KernelCh");
   ok(c->gpu_sample == 16, "default: GPU sampling on 1 call in 16");
-  ok(c->host_sample == 1, "default: every call timed (COLLPROF_HOST_SAMPLE=1)");
+  ok(c->host_sample == CP_HOST_SAMPLE_AUTO, "default: host sampling auto (COLLPROF_HOST_SAMPLE=auto)");
+  ok(c->host_sample_us == 100, "default: auto keeps timed calls 100 us apart (COLLPROF_HOST_SAMPLE_US)");
   ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
   ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 16384,
      "default sizes");
@@ -114,14 +116,27 @@ int main(void) {
   bad_value("COLLPROF_TRACE_NICE", "-5", "10");
   bad_value("COLLPROF_TRACE_NICE", "low", "10");
   ok(c->trace_nice == 10, "bad trace writer nice value falls back to 10");
-  bad_value("COLLPROF_HOST_SAMPLE", "-1", "1");
-  bad_value("COLLPROF_HOST_SAMPLE", "sometimes", "1");
-  ok(c->host_sample == 1, "bad host sample falls back to 1");
+  bad_value("COLLPROF_HOST_SAMPLE", "-1", "auto");
+  bad_value("COLLPROF_HOST_SAMPLE", "sometimes", "auto");
+  ok(c->host_sample == CP_HOST_SAMPLE_AUTO, "bad host sample falls back to auto");
+  clear_env();
+  setenv("COLLPROF_HOST_SAMPLE", "1", 1);
+  w = reload();
+  ok(!w[0] && c->host_sample == 1, "COLLPROF_HOST_SAMPLE=1 (every call) taken");
+  free(w);
   clear_env();
   setenv("COLLPROF_HOST_SAMPLE", "0", 1);
   w = reload();
   ok(!w[0] && c->host_sample == 0, "COLLPROF_HOST_SAMPLE=0 taken");
   free(w);
+  setenv("COLLPROF_HOST_SAMPLE", "Auto", 1);   /* given explicitly, any case */
+  setenv("COLLPROF_HOST_SAMPLE_US", "2500", 1);
+  w = reload();
+  ok(!w[0] && c->host_sample == CP_HOST_SAMPLE_AUTO && c->host_sample_us == 2500,
+     "COLLPROF_HOST_SAMPLE=auto (any case) and COLLPROF_HOST_SAMPLE_US=2500 taken");
+  free(w);
+  bad_value("COLLPROF_HOST_SAMPLE_US", "soon", "100");
+  ok(c->host_sample_us == 100, "bad COLLPROF_HOST_SAMPLE_US falls back to 100");
   bad_value("COLLPROF_PERIODS", "10", "no periods");
   bad_value("COLLPROF_PERIODS", "a:b", "no periods");
   bad_value("COLLPROF_PERIODS", "1:0", "no periods");
