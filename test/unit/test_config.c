@@ -39,11 +39,16 @@ static int matches(const char *s, const char *re) {
   return m;
 }
 
-/* One bad value of var: one warning line of the documented form. */
-static void bad_value(const char *var, const char *val, const char *def) {
+/* Only var=val set, reloaded: the warnings (caller frees). */
+static char *reload_with(const char *var, const char *val) {
   clear_env();
   setenv(var, val, 1);
-  char *w = reload();
+  return reload();
+}
+
+/* One bad value of var: one warning line of the documented form. */
+static void bad_value(const char *var, const char *val, const char *def) {
+  char *w = reload_with(var, val);
   char re[512];
   snprintf(re, sizeof re, "^collprof: %s='[^\n]*': [^\n]+; using %s$", var, def);
   ok(count_lines(w) == 1 && matches(w, re), "%s='%s': one warning, using %s", var, val, def);
@@ -119,14 +124,10 @@ int main(void) {
   bad_value("COLLPROF_HOST_SAMPLE", "-1", "auto");
   bad_value("COLLPROF_HOST_SAMPLE", "sometimes", "auto");
   ok(c->host_sample == CP_HOST_SAMPLE_AUTO, "bad host sample falls back to auto");
-  clear_env();
-  setenv("COLLPROF_HOST_SAMPLE", "1", 1);
-  w = reload();
+  w = reload_with("COLLPROF_HOST_SAMPLE", "1");
   ok(!w[0] && c->host_sample == 1, "COLLPROF_HOST_SAMPLE=1 (every call) taken");
   free(w);
-  clear_env();
-  setenv("COLLPROF_HOST_SAMPLE", "0", 1);
-  w = reload();
+  w = reload_with("COLLPROF_HOST_SAMPLE", "0");
   ok(!w[0] && c->host_sample == 0, "COLLPROF_HOST_SAMPLE=0 taken");
   free(w);
   setenv("COLLPROF_HOST_SAMPLE", "Auto", 1);   /* given explicitly, any case */
@@ -148,9 +149,7 @@ int main(void) {
   bad_value("COLLPROF_LAUNCH_INTERVAL_US", "5ms", "5000");
   bad_value("COLLPROF_LAUNCH_INTERVAL_US", "99999999999", "5000");
   ok(c->launch_interval_us == 5000, "bad or too long launch interval falls back to the default");
-  clear_env();
-  setenv("COLLPROF_LAUNCH_INTERVAL_US", "0", 1);
-  w = reload();
+  w = reload_with("COLLPROF_LAUNCH_INTERVAL_US", "0");
   ok(!w[0] && c->launch_interval_us == 0, "COLLPROF_LAUNCH_INTERVAL_US=0: one in N only");
   free(w);
   clear_env();
