@@ -307,6 +307,7 @@ static void cp_run_summary(FILE *f, const cp_summary *s) {
   cp_row(f, "GPU timing", b, NULL, NULL);
   cp_row(f, "trace", s->trace_on ? "on" : "off", NULL, NULL);
   if (s->periods[0]) cp_row(f, "periods", s->periods, NULL, NULL);
+  if (s->windows[0]) cp_row(f, "profiled windows [s]", s->windows, NULL, NULL);
   snprintf(v, sizeof v, "%zu", s->npaths);
   cp_row(f, "call paths", v, NULL, NULL);
   fputs("</div>\n", f);

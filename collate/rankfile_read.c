@@ -96,6 +96,7 @@ static void read_rank(json_t *o, cp_rank_data *r) {
   r->trace_on = json_is_true(json_object_get(o, "traceOn")) || cp_json_i64(o, "traceOn") == 1;
   r->nccl_version = (int)cp_json_i64(o, "ncclVersion");
   snprintf(r->periods, sizeof r->periods, "%s", str(o, "periods"));
+  snprintf(r->windows, sizeof r->windows, "%s", str(o, "windows"));
   r->events_recorded = u64(o, "eventsRecorded"); r->events_pxn = u64(o, "eventsPxn");
   r->unterminated = u64(o, "unterminated"); r->blacklist_evictions = u64(o, "blacklistEvictions");
   r->unknown_parent = u64(o, "unknownParent"); r->trace_dropped = u64(o, "traceDropped");

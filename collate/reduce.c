@@ -17,6 +17,7 @@ void cp_summary_config(cp_summary *out, const cp_rank_data *cfg, int world_size,
     out->gpu_sample = cfg->gpu_sample;
     out->trace_on = cfg->trace_on;
     snprintf(out->periods, sizeof out->periods, "%s", cfg->periods);
+    snprintf(out->windows, sizeof out->windows, "%s", cfg->windows);
     out->per_event_cost_ns = cfg->per_event_cost_ns;
   }
 }

@@ -71,6 +71,7 @@ typedef struct cp_rank_data {
   uint32_t event_mask;
   int gpu_sample, trace_on, nccl_version;
   char periods[128];
+  char windows[1024];      /* profiled windows (collprof.h), "" if never off */
   char mask_frozen[96];    /* why the event mask stopped changing, "" if it did not */
   uint64_t events_recorded, events_pxn, unterminated, blacklist_evictions,
            unknown_parent, trace_dropped, bad_calls, gpu_sampled_calls,
@@ -210,6 +211,7 @@ typedef struct cp_summary {
   uint32_t event_mask;
   int gpu_sample, trace_on;
   char periods[128];
+  char windows[1024];                    /* the config rank's profiled windows */
   double per_event_cost_ns;
   int hash_bits;                         /* 64 unless COLLPROF_HASH_BITS */
   char outdir[4096];

@@ -17,6 +17,7 @@ int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_ra
   r->event_mask = s->event_mask; r->gpu_sample = s->gpu_sample; r->trace_on = s->trace_on;
   r->nccl_version = s->nccl_version;
   snprintf(r->periods, sizeof r->periods, "%s", s->periods);
+  snprintf(r->windows, sizeof r->windows, "%s", s->windows);
   r->events_recorded = s->events_recorded; r->events_pxn = s->events_pxn;
   r->unterminated = s->unterminated; r->blacklist_evictions = s->blacklist_evictions;
   r->unknown_parent = s->unknown_parent; r->trace_dropped = s->trace_dropped;

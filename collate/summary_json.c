@@ -155,6 +155,8 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
   fprintf(f, "],\n\"config\":{\"rank\":%d,\"eventMask\":%u,\"gpuSample\":%d,\"traceOn\":%s,\"periods\":",
           s->config_rank, s->event_mask, s->gpu_sample, s->trace_on ? "true" : "false");
   cp_json_str(f, s->periods);
+  fprintf(f, ",\"windows\":");
+  cp_json_str(f, s->windows);
   fprintf(f, ",\"perEventCostNs\":"); num(f, s->per_event_cost_ns);
   fprintf(f, ",\"hashBits\":%d},\n", s->hash_bits);
 

@@ -272,6 +272,7 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   fprintf(f, "  COLLPROF_GPU_SAMPLE:          %d\n", s->gpu_sample);
   fprintf(f, "  COLLPROF_TRACE:               %d\n", s->trace_on);
   fprintf(f, "  COLLPROF_PERIODS:             %s\n", s->periods);
+  fprintf(f, "  Profiled windows [s]:         %s\n", s->windows[0] ? s->windows : "all the time");
   fprintf(f, "  COLLPROF_HASH_BITS:           %d\n", s->hash_bits);
   fprintf(f, "  Per-event cost [ns]:          %.1f\n", s->per_event_cost_ns);
   fputc('\n', f);

@@ -109,6 +109,10 @@ typedef struct collprof_snapshot {
   int trace_on;
   int nccl_version;                /* ncclGetVersion code, 0 when unknown */
   char periods[128];               /* COLLPROF_PERIODS as given, "" if none */
+  char windows[1024];              /* the windows that were profiled, seconds after
+                                      the first communicator init ("0.050-0.100
+                                      0.150-0.200"; one still open ends in "-open");
+                                      "" when profiling was never switched off */
   /* counters */
   uint64_t events_recorded;        /* events started (PXN included) */
   uint64_t events_pxn;
@@ -195,6 +199,31 @@ void collprof_resume_after_signal(void);
 /* Set by the MPI layer so that the plugin's own exit-time writing does not
  * run twice and knows MPI will do it. */
 void collprof_set_mpi_managed(int on);
+
+/* ---- For applications: recording off and on ----
+ * As Vftrace's vftrace_pause()/vftrace_resume() and Score-P's
+ * SCOREP_RECORDING_OFF/ON: profile only the part of a run that matters
+ * (skip the warm-up, keep a few training steps).  collprof_pause() stops
+ * recording from the next NCCL API call on (a call already in progress is
+ * recorded whole); collprof_resume() starts it again.  While paused NCCL
+ * is asked for almost nothing (one GroupApi per call, none without GPU
+ * sampling: src/mask_control.c says why), nothing is recorded or counted,
+ * and the summary lists the windows that were profiled.  Both return
+ * whether recording was paused before the call, are idempotent (not
+ * nested), safe from any thread at any time, also before NCCL's first
+ * init, and cost a few atomic stores: no system call but the clock.
+ * COLLPROF_START_PAUSED=1 (launcher: --paused) starts paused.
+ *
+ * A program need not link libcollprof.so to call them: under the launcher
+ * or the MPI layer's preload the symbols are global, so a weak declaration
+ *   extern int collprof_resume(void) __attribute__((weak));
+ *   if (collprof_resume) collprof_resume();
+ * or dlsym(RTLD_DEFAULT, "collprof_resume") (ctypes.CDLL(None) in Python)
+ * finds them when collprof is there and does nothing when it is not. */
+int collprof_pause(void);
+int collprof_resume(void);
+/* 1 while paused by collprof_pause() or COLLPROF_START_PAUSED. */
+int collprof_paused(void);
 
 #ifdef __cplusplus
 }

@@ -220,6 +220,8 @@ static void load(cp_config *c) {
     else strcpy(c->periods, p);
   }
 
+  get_bool("COLLPROF_START_PAUSED", &c->start_paused);
+
   c->trace_on = 1;
   get_bool("COLLPROF_TRACE", &c->trace_on);
   get_bool("COLLPROF_CAPTURE", &c->capture);

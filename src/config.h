@@ -34,6 +34,8 @@ typedef struct cp_config {
   uint32_t host_sample_us;  /* COLLPROF_HOST_SAMPLE_US: auto's least spacing of a
                                thread's timed calls (default 100) */
   char periods[128];        /* COLLPROF_PERIODS delay:duration[:repeat], "" none */
+  int start_paused;         /* COLLPROF_START_PAUSED (default 0): recording off
+                               until the application calls collprof_resume() */
   int trace_on;             /* COLLPROF_TRACE (default 1) */
   int capture;              /* COLLPROF_CAPTURE (default 0): write fixtures */
   int proxy_defer;          /* COLLPROF_PROXY_DEFER (default 0): NCCL's proxy-thread

@@ -16,7 +16,9 @@
  *                        CP_COMM_SCRATCH = the self-cost scratch pool
  *   31..8   slot         31..28 lane: which of the communicator's pools (one
  *                        per calling thread, registry.h); 27..8 the slot's
- *                        index in that pool (top 256 values: fallback set)
+ *                        index in that pool (top 256 values: fallback set);
+ *                        a counted event (generation 0, host sampling) has
+ *                        no slot and keeps its type's bit index + 1 there
  *    7..0   generation   low 8 bits of the slot's 32-bit generation (never 0): detects
  *                        that the slot was handed out again since
  *

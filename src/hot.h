@@ -22,6 +22,9 @@ typedef struct cp_hot_words {
   int capture_on;                /* capture.c: the callback capture is on */
   int pool_asym;                 /* pool_owner.c: owners rely on membarrier(2) */
   _Atomic uint32_t path_count;   /* paths.c: path ids in use */
+  atomic_int off;                /* mask_control.c: recording is off (paused, or
+                                    outside a profiling window); read at each
+                                    API call's GroupApi start */
   atomic_int trace_accept;       /* trace_writer.c: the rings take records
                                     (cp_trace_accept, trace_ring.h) */
   /* clock.c: the current TSC-to-ns map (cp_clock_cur, clock.h), replaced

@@ -166,6 +166,8 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             s->event_mask, s->gpu_sample,
             s->trace_on && !cp_trace_failed() ? "true" : "false", s->nccl_version);
   sb_str(b, s->periods);
+  sb_printf(b, ",\"windows\":");
+  sb_str(b, s->windows);
   /* the snapshot's copy, so the MPI layer (which collates from a
    * snapshot) and readers of this file see the same text */
   char frozen[sizeof s->mask_frozen + 1];

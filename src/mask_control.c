@@ -71,6 +71,27 @@
  * At shutdown the mask is left as it is (an open window stays open; the
  * summary text closes it at the shutdown time).
  *
+ * Pause (collprof_pause/collprof_resume, COLLPROF_START_PAUSED): the
+ * application's own switch, closing and opening windows as the timer does;
+ * profiling is on inside a period's window and while not paused.  The
+ * windows recorded for the summary are those where both held.
+ *
+ * Off (paused, or outside a window) is not quite 0.  A CUDA graph captured
+ * while NCCL sends no callback is invisible to collprof, and once KernelCh
+ * is on again its replays differ from its capture in KernelCh: NCCL 2.28
+ * then hangs in ncclCommDestroy (the freeze below exists for that); a
+ * second calling thread that started while off would likewise go
+ * unnoticed.  So while KernelCh may ever be switched on (N >= 1), the
+ * mask off is GroupApi alone: NCCL sends one GroupApi (start, two states,
+ * stop) per API call, nothing else (ABI doc: no child type needs it), and
+ * plugin.c only hands it to the freeze rules, records nothing and counts
+ * nothing (cp_hot.off).  With N = 0 the mask off is 0.  Recording off is
+ * also decided at each GroupApi, so a call whose mask was read just before
+ * the switch is either wholly recorded or wholly ignored.  Frozen with
+ * KernelCh off, the other bits still follow (only KernelCh must stay as
+ * the freeze found it); frozen with KernelCh on, the mask stays as it is
+ * and pausing only stops the recording.
+ *
  * Stores to NCCL's int are relaxed atomics; hooks are lock-free and O(1).
  */
 #include "mask_control.h"
@@ -101,12 +122,15 @@ static uint32_t g_n;                  /* gpu_sample */
 static atomic_int g_next_kc;          /* decision for the next API call */
 static atomic_int g_next_first;       /* ...and it is a first-call sample (header) */
 static atomic_int g_in_window = 1;    /* 0 outside a profiling window */
-static atomic_int g_frozen;           /* graph capture / second thread: mask constant */
+static atomic_int g_paused;           /* collprof_pause (or COLLPROF_START_PAUSED) */
+static uint32_t g_watch;              /* the mask while off: GroupApi, or 0 for N = 0 */
+static atomic_int g_frozen;           /* graph capture / second thread: KernelCh constant */
+static atomic_int g_frozen_kc;        /* ...and on: then the whole mask is constant */
 static atomic_int g_open_groups;      /* GroupApi events started, not stopped */
 static atomic_int g_group_tid;        /* thread of the first GroupApi (0 = none yet) */
 static atomic_int g_kc_wait;          /* window just opened: KernelCh waits for a group stop */
 static int g_v4;                      /* the v4 API: no GroupApi events */
-static int g_switching;               /* N >= 2 or periods: the mask may change */
+static int g_switching;               /* N != 0 or periods: the mask may change at a group stop */
 static _Atomic uint64_t g_forced[FORCE_CAP / 64]; /* paths that forced */
 static atomic_uint_fast64_t g_forced_total;
 
@@ -129,9 +153,13 @@ static pthread_t g_timer;
 static atomic_int g_timer_running;
 static pthread_mutex_t g_shut_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_t0;                 /* CLOCK_MONOTONIC ns at first attach */
+/* The windows for the summary (window_edge), under g_win_lock. */
+static pthread_mutex_t g_win_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_win_start[WIN_CAP], g_win_end[WIN_CAP]; /* ns after g_t0 */
-static atomic_long g_nwin;            /* windows opened so far */
-static atomic_int g_win_closed;       /* the latest window has ended */
+static long g_nwin;                   /* windows opened so far */
+static int g_win_open;                /* the latest window has not ended */
+static atomic_int g_win_used;         /* periods or a pause: the text lists windows */
+static atomic_int g_inited;           /* init_once ran: g_t0 and the mask values are set */
 static pthread_mutex_t g_text_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_text[WIN_CAP * 32 + 128];
 
@@ -166,10 +194,14 @@ static int force_budget(uint64_t calls) {
   return f < FORCE_BURST || f * g_n < calls;
 }
 
-/* The mask NCCL should read now. */
+static int profiling_on(void) { return atomic_load(&g_in_window) && !atomic_load(&g_paused); }
+
+/* The mask NCCL should read now (frozen with KernelCh on: publish and
+ * close_window change nothing at all). */
 static uint32_t effective(void) {
-  if (!atomic_load(&g_in_window)) return 0;
   if (g_off) return 0;                /* user asked for nothing */
+  if (!profiling_on()) return g_watch;
+  if (atomic_load(&g_frozen)) return g_base;   /* frozen with KernelCh off */
   int kc = atomic_load_explicit(&g_next_kc, memory_order_relaxed) &&
            !atomic_load_explicit(&g_kc_wait, memory_order_relaxed) &&
            !atomic_load_explicit(&g_gated, memory_order_relaxed);
@@ -181,26 +213,55 @@ static uint32_t effective(void) {
  * timer's store of g_in_window), and a stale non-zero mask must not stay. */
 static void publish(void) {
   int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);
-  if (!p || atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
+  if (!p || atomic_load_explicit(&g_frozen_kc, memory_order_relaxed)) return;
   uint32_t v = effective();
   if ((uint32_t)__atomic_load_n(p, __ATOMIC_RELAXED) != v)
     __atomic_store_n(p, (int)v, __ATOMIC_RELAXED);
-  if (g_have_periods) {
+  if (atomic_load_explicit(&g_win_used, memory_order_relaxed)) {
     atomic_thread_fence(memory_order_seq_cst);
     uint32_t v2 = effective();
     if (v2 != v) __atomic_store_n(p, (int)v2, __ATOMIC_RELAXED);
   }
 }
 
-/* Timer, at a window's end (g_in_window already 0): the mask goes to 0
- * now if KernelCh is off in it (dropping other bits mid-group is harmless:
- * only KernelCh posts proxy work), else at the next group stop, which
- * publishes effective() = 0. */
+/* At a window's end (g_in_window or g_paused already say off): the mask
+ * goes to the mask off now if KernelCh is off in it (dropping other bits
+ * mid-group is harmless: only KernelCh posts proxy work), else at the next
+ * group stop, which publishes effective(). */
 static void close_window(void) {
   int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);
-  if (!p || atomic_load(&g_frozen)) return;
+  if (!p || atomic_load(&g_frozen_kc)) return;
   int cur = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-  if (!(cur & (int)KC)) __atomic_compare_exchange_n(p, &cur, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+  if (!(cur & (int)KC))
+    __atomic_compare_exchange_n(p, &cur, (int)g_watch, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+}
+
+/* A window opens (timer or resume; g_in_window and g_paused already say
+ * on): the first call after it is a first-call sample, and KernelCh waits
+ * for a group stop, since a group may be open now. */
+static void open_window(void) {
+  atomic_store(&g_next_first, g_n >= 2);
+  atomic_store(&g_next_kc, g_n >= 1);
+  atomic_store(&g_kc_wait, 1);
+}
+
+/* After g_in_window or g_paused changed (t: when, CLOCK_MONOTONIC): the
+ * recorded windows and the callbacks' off flag follow profiling_on(). */
+static void window_edge(uint64_t t) {
+  pthread_mutex_lock(&g_win_lock);
+  int on = profiling_on();
+  atomic_store_explicit(&cp_hot.off, !on, memory_order_relaxed);
+  if (atomic_load(&g_inited) && on != g_win_open) {
+    uint64_t at = t > g_t0 ? t - g_t0 : 0;
+    if (on) {
+      if (g_nwin < WIN_CAP) g_win_start[g_nwin] = at;
+      g_nwin++;
+    } else if (g_nwin > 0 && g_nwin - 1 < WIN_CAP) {
+      g_win_end[g_nwin - 1] = at;
+    }
+    g_win_open = on;
+  }
+  pthread_mutex_unlock(&g_win_lock);
 }
 
 static int parse_periods(const char *s) {
@@ -253,22 +314,16 @@ static void *timer_main(void *arg) {
   for (long i = 0; g_repeat == 0 || i < g_repeat; i++) {
     t += d;
     if (!sleep_until(t)) return NULL;
-    long w = atomic_load(&g_nwin);
-    if (w < WIN_CAP) g_win_start[w] = t - g_t0;
-    atomic_store(&g_win_closed, 0);
-    atomic_store(&g_nwin, w + 1);
-    atomic_store(&g_next_first, g_n >= 2);
-    atomic_store(&g_next_kc, g_n >= 1);   /* first group after the open sampled */
-    atomic_store(&g_kc_wait, 1);          /* ...not a group open right now */
+    open_window();                        /* first group after the open sampled */
     atomic_store(&g_in_window, 1);
+    window_edge(t);
     publish();
     t += u;
     int go_on = sleep_until(t);
     if (!go_on) return NULL;              /* shutdown closes the window text */
     atomic_store(&g_in_window, 0);
+    window_edge(t);
     close_window();
-    if (w < WIN_CAP) g_win_end[w] = t - g_t0;
-    atomic_store(&g_win_closed, 1);
   }
   return NULL;
 }
@@ -289,11 +344,19 @@ static void init_once(void) {
   }
   atomic_store(&g_next_kc, g_n >= 1);     /* the first call is sampled */
   atomic_store(&g_next_first, g_n >= 2);  /* ...as a first-call sample (N = 1: all calls are) */
+  g_watch = g_n >= 1 && !g_v4 ? (uint32_t)ncclProfileGroupApi : 0;
   g_t0 = mono_ns();
   g_have_periods = parse_periods(c->periods);
-  g_switching = g_n >= 2 || g_have_periods;
+  if (c->start_paused) atomic_store(&g_paused, 1);
+  /* N = 1 too: a pause with KernelCh on waits for a group stop */
+  g_switching = g_n >= 1 || g_have_periods;
+  if (g_have_periods || atomic_load(&g_paused)) atomic_store(&g_win_used, 1);
+  if (g_have_periods) atomic_store(&g_in_window, 0);
+  /* the first window: from now if profiling is on (a pause before the
+   * first init counts from here) */
+  atomic_store(&g_inited, 1);
+  window_edge(g_t0);
   if (g_have_periods) {
-    atomic_store(&g_in_window, 0);
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 64 * 1024);
@@ -303,6 +366,7 @@ static void init_once(void) {
       cp_warn("cannot start the COLLPROF_PERIODS timer; profiling all the time");
       g_have_periods = 0;
       atomic_store(&g_in_window, 1);
+      window_edge(mono_ns());
     }
     pthread_attr_destroy(&a);
   }
@@ -360,18 +424,21 @@ static char g_frozen_text[96];         /* for the rank record, set once at the f
 static atomic_int g_frozen_text_ready; /* ...and published after it is written */
 
 static void freeze(const char *why, const char *hazard) {
-  if (atomic_load_explicit(&g_frozen, memory_order_relaxed) || atomic_exchange(&g_frozen, 1)) return;
+  if (atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
+  const int kc = cp_mask_kernelch_on();
+  /* g_frozen_kc before g_frozen: a publish that sees the freeze sees how */
+  if (kc) atomic_store(&g_frozen_kc, 1);
+  if (atomic_exchange(&g_frozen, 1)) return;
   atomic_store(&g_next_first, 0);   /* from now on every call is alike */
-  snprintf(g_frozen_text, sizeof g_frozen_text, "%s, KernelCh %s", why,
-           cp_mask_kernelch_on() ? "on" : "off");
+  snprintf(g_frozen_text, sizeof g_frozen_text, "%s, KernelCh %s", why, kc ? "on" : "off");
   atomic_store_explicit(&g_frozen_text_ready, 1, memory_order_release);
-  /* The timer thread's stores go through publish()/close_window(), which
-   * now do nothing: periods end here too. */
+  /* Only KernelCh must stay as it is: with it off, windows and pauses
+   * still switch the other bits (publish, close_window); with it on,
+   * nothing changes any more and periods end here. */
   if (g_n <= 1 && !g_have_periods) return;   /* nothing would change anyway: no notice */
-  int kc = cp_mask_kernelch_on();
   cp_warn("%s: the event mask is frozen from now on (KernelCh %s, no more GPU sampling%s), "
           "because NCCL 2.28 hangs in ncclCommDestroy when KernelCh changes %s",
-          why, kc ? "on for every call" : "off", g_have_periods ? " or profiling periods" : "",
+          why, kc ? "on for every call" : "off", g_have_periods && kc ? " or profiling periods" : "",
           hazard);
 }
 
@@ -491,9 +558,10 @@ HIDDEN uint64_t cp_mask_sampled_calls(void) {
 HIDDEN const char *cp_mask_windows(void) {
   pthread_mutex_lock(&g_text_lock);
   g_text[0] = '\0';
-  if (g_have_periods) {
-    long n = atomic_load(&g_nwin);
-    int closed = atomic_load(&g_win_closed);
+  pthread_mutex_lock(&g_win_lock);
+  if (atomic_load(&g_win_used)) {
+    long n = g_nwin;
+    int closed = !g_win_open;
     size_t len = 0;
     for (long i = 0; i < n && i < WIN_CAP; i++) {
       char one[48];
@@ -513,6 +581,7 @@ HIDDEN const char *cp_mask_windows(void) {
     else if (n == 0)
       snprintf(g_text, sizeof g_text, "none yet");
   }
+  pthread_mutex_unlock(&g_win_lock);
   pthread_mutex_unlock(&g_text_lock);
   return g_text;
 }
@@ -522,12 +591,33 @@ HIDDEN void cp_mask_shutdown(void) {
   if (atomic_exchange(&g_timer_running, 0)) {
     atomic_store(&g_stop, 1);
     pthread_join(g_timer, NULL);          /* within one SLICE_NS */
-    /* A cancelled window is closed now for the summary. */
-    long w = atomic_load(&g_nwin);
-    if (w > 0 && !atomic_load(&g_win_closed)) {
-      if (w - 1 < WIN_CAP) g_win_end[w - 1] = mono_ns() - g_t0;
-      atomic_store(&g_win_closed, 1);
-    }
   }
+  /* An open window is closed now for the summary (the mask stays). */
+  pthread_mutex_lock(&g_win_lock);
+  if (atomic_load(&g_win_used) && g_win_open) {
+    if (g_nwin > 0 && g_nwin - 1 < WIN_CAP) g_win_end[g_nwin - 1] = mono_ns() - g_t0;
+    g_win_open = 0;
+  }
+  pthread_mutex_unlock(&g_win_lock);
   pthread_mutex_unlock(&g_shut_lock);
 }
+
+/* collprof_pause / collprof_resume (pause.c).  Before the first init only
+ * the flag is set; init_once starts from it. */
+HIDDEN int cp_mask_set_paused(int paused) {
+  pthread_mutex_lock(&g_shut_lock);   /* one pause or resume at a time */
+  int was = atomic_load(&g_paused);
+  if (was == paused) { pthread_mutex_unlock(&g_shut_lock); return was; }
+  atomic_store(&g_win_used, 1);
+  if (!paused && atomic_load(&g_in_window)) open_window();
+  atomic_store(&g_paused, paused);
+  window_edge(mono_ns());
+  if (atomic_load(&g_inited)) {
+    if (paused) close_window();
+    else publish();
+  }
+  pthread_mutex_unlock(&g_shut_lock);
+  return was;
+}
+
+HIDDEN int cp_mask_paused(void) { return atomic_load(&g_paused); }

@@ -9,9 +9,10 @@
  *     API call in N (COLLPROF_GPU_SAMPLE), and for the next call after a
  *     call on a path that has no GPU sample yet; switched only where no
  *     group is open, and frozen by a CUDA graph capture;
- *   - profiling periods (COLLPROF_PERIODS=delay:duration[:repeat]): outside
- *     a window the mask is 0, flipped by a timer thread since no callback
- *     comes while it is 0.
+ *   - profiling periods (COLLPROF_PERIODS=delay:duration[:repeat]) and the
+ *     application's pause (collprof_pause/collprof_resume): outside a window
+ *     or paused, NCCL is asked for GroupApi alone (0 when KernelCh is never
+ *     sampled) and nothing is recorded; a timer thread flips the periods.
  * plugin.c calls the hooks below; they are O(1) and lock-free.
  */
 #ifndef COLLPROF_MASK_CONTROL_H
@@ -86,9 +87,16 @@ int cp_mask_sample_first(void);
 /* API calls that ran with KernelCh on (for the summary). */
 uint64_t cp_mask_sampled_calls(void);
 
-/* Text describing the profiled windows so far, for the summary
- * ("" when COLLPROF_PERIODS is unset). */
+/* Text describing the profiled windows so far, for the summary: seconds
+ * after the first init, "0.050-0.100 0.150-0.200", an open one "12.000-open"
+ * ("" when profiling was never off: no COLLPROF_PERIODS, never paused). */
 const char *cp_mask_windows(void);
+
+/* collprof_pause (paused 1) and collprof_resume (0), from any thread at
+ * any time, before the first init too (mask_control.c, "Pause"): returns
+ * whether it was paused before.  cp_hot.off tells the callbacks. */
+int cp_mask_set_paused(int paused);
+int cp_mask_paused(void);
 
 /* Stop the period timer thread (at shutdown; idempotent). */
 void cp_mask_shutdown(void);

@@ -223,6 +223,19 @@ static inline cp_comm *ctx_lookup(cp_thr *t, uint64_t v) {
 static inline uint64_t pool_handle(const cp_pool *p, uint32_t path, uint32_t idx, uint32_t gen) {
   return p->hkey | ((uint64_t)(path & 0xFFFFu) << 44) | ((uint64_t)(idx & CP_LOCAL_MASK) << 8) | (gen & 0xFFu);
 }
+/* A counted event's handle (host sampling: generation 0, no slot) keeps
+ * its NCCL type's bit index in the slot field, so that its stop finds its
+ * hooks from the handle alone instead of reading its path's entry in the
+ * path table (about three cache lines a callback finds cold once NCCL's
+ * own work has run: test/bench/lines_per_event.sh). */
+static inline uint32_t counted_slot(uint32_t type) { return (uint32_t)__builtin_ctz(type) + 1; }
+/* ...and an off event's (HS_OFF, below) has this bit too. */
+#define CP_OFF_SLOT 0x10u
+#define CP_OFF_BIT ((uint64_t)CP_OFF_SLOT << 8)
+static inline uint32_t counted_type(uint64_t h) {
+  const uint32_t b = (uint32_t)(h >> 8) & 0xFu;
+  return b ? 1u << (b - 1) : 0;
+}
 /* Whether handle h names the pool cached above: tag, comm and lane bits
  * in one compare (last_hkey is 0 until a pool is cached). */
 static inline int handle_in_last_pool(const cp_thr *t, uint64_t h) {
@@ -321,8 +334,17 @@ static inline uint64_t ev_now(void) {
  * own events; a proxy event under a counted Coll is counted with it.
  * Known limits: a counted event cannot be told stopped twice; a launch
  * timed by the launch timer (launch_timer.h) may name a counted Coll in
- * its trace record. */
-enum { HS_TIMED = 0, HS_UNTIMED = 1, HS_COUNTED = 2 };
+ * its trace record.
+ *
+ * A fourth kind, off (HS_OFF), is a call made while recording is off
+ * (collprof_pause, outside a COLLPROF_PERIODS window: cp_hot.off, set by
+ * mask_control.c), decided at the same point and inherited the same way:
+ * its events get a handle of generation 0 with CP_OFF_BIT and no path,
+ * nothing is counted or recorded, and only its GroupApi reaches the mask
+ * control (a graph capture or a second calling thread still freezes the
+ * mask; the group's stop still closes it).  An off event is left before
+ * its path is looked up, so a paused call adds no path either. */
+enum { HS_TIMED = 0, HS_UNTIMED = 1, HS_COUNTED = 2, HS_OFF = 3 };
 /* On a recorded slot's type: counted without its host times. */
 #define CP_SLOT_UNTIMED 0x8000u
 
@@ -336,6 +358,11 @@ static inline uint32_t hs_rand(cp_thr *t) {
  * this call has KernelCh on (t->sampled, mask_control.h; 2 = a first-call
  * sample) and what is recorded of it. */
 static inline void hs_decide(cp_thr *t) {
+  if (UNLIKELY(atomic_load_explicit(&cp_hot.off, memory_order_relaxed))) {
+    t->sampled = 0;
+    t->hs_mode = HS_OFF;
+    return;
+  }
   t->sampled = (int8_t)(cp_mask_kernelch_on() ? 1 + cp_mask_sample_first() : 0);
   const int n = g.host_sample;
   if (LIKELY(n == 1)) { t->hs_mode = HS_TIMED; return; }
@@ -377,9 +404,15 @@ static inline uint16_t slot_type(const cp_thr *t, uint32_t type) {
   return (uint16_t)(type | (type != ncclProfileKernelCh ? (uint32_t)t->hs_wlg << CP_SLOT_WLG_SHIFT : 0));
 }
 
-/* A root event of this thread's call (GroupApi, Group) is counted. */
+/* A root event of this thread's call (GroupApi, Group) is counted, or off. */
 static inline int hs_counted_root(const cp_thr *t, uint32_t type) {
-  return t->hs_mode == HS_COUNTED && (type & (ncclProfileGroupApi | ncclProfileGroup));
+  return t->hs_mode >= HS_COUNTED && (type & (ncclProfileGroupApi | ncclProfileGroup));
+}
+/* A root event while recording is off: GroupApi and Group by their call's
+ * decision, any other root (ProxyCtrl) by the flag now. */
+static inline int hs_off_root(const cp_thr *t, uint32_t type) {
+  return (type & (ncclProfileGroupApi | ncclProfileGroup)) ? t->hs_mode == HS_OFF
+                                                           : atomic_load_explicit(&cp_hot.off, memory_order_relaxed);
 }
 
 static void lifecycle(const cp_comm *c, uint64_t ctx, uint32_t mask, int fini) {
@@ -718,10 +751,23 @@ static inline __attribute__((always_inline)) void start_counted(cp_thr *t, void 
       UNLIKELY(atomic_load_explicit(&pool->in_tail, memory_order_acquire) != pool->in_seen))
     cp_pool_leave(pool, cp_pool_enter(pool, t));
   if (LIKELY(path != CP_PATH_NONE) && cp_profile_count_t(t, path, bytes)) t->hs_force = 1;
-  const uint64_t handle = pool_handle(pool, path, 0, 0);
+  const uint64_t handle = pool_handle(pool, path, counted_slot(type), 0);
   *eHandle = (void *)(uintptr_t)handle;
   cp_inc(&t->counted, 1);
   start_hooks(t, d, type, path, handle, ctxv, bytes, pool->comm_index);
+}
+
+/* An event of an off call (HS_OFF): no path, no count, no record; its
+ * GroupApi goes to the mask control's freeze rules and group count, and
+ * takes in the pool's posts as a counted one does (start_counted). */
+static __attribute__((noinline)) void start_off(cp_thr *t, void **eHandle, const ncclProfilerEventDescr_v5_t *d,
+                                                uint32_t type, cp_pool *pool) {
+  *eHandle = (void *)(uintptr_t)pool_handle(pool, CP_PATH_NONE, counted_slot(type) | CP_OFF_SLOT, 0);
+  if (type != ncclProfileGroupApi) return;
+  if (UNLIKELY(atomic_load_explicit(&pool->in_tail, memory_order_acquire) != pool->in_seen))
+    cp_pool_leave(pool, cp_pool_enter(pool, t));
+  if (UNLIKELY(d->groupApi.graphCaptured)) cp_mask_on_graph_capture();
+  cp_mask_on_group_start(t->tid);
 }
 
 /* No slot (pool released or out of memory): undo the parent link (kc: a
@@ -805,12 +851,18 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
     pdec = 0;
     if (!scratch) cp_inc(&t->unknown_parent, 1);
   }
+  /* host sampling and recording off: decided at GroupApi, inherited */
+  const int hs = comm && !pxn && !v4;
+  if (hs && type == ncclProfileGroupApi && !pobj) hs_decide(t);
+  if (hs && (pdec ? (pf.gen == 0 && (pobj & CP_OFF_BIT)) : (!pobj && hs_off_root(t, type)))) {
+    start_off(t, eHandle, d, type, pool);
+    return NCCL_OK;
+  }
   uint32_t func, dt;
   uint64_t bytes;
   descr_func(t, d, type, &func, &dt, &bytes);
   uint32_t path = scratch ? cp_path_probe(parent_path, type, func) : cp_path_child_t(t, parent_path, type, func);
-  if (comm && !pxn && !v4) {   /* host sampling: decided at GroupApi, inherited */
-    if (type == ncclProfileGroupApi) hs_decide(t);
+  if (hs) {
     if (pdec ? (pf.gen == 0) : (!pobj && hs_counted_root(t, type))) {
       start_counted(t, eHandle, d, type, path, bytes, pool, ctxv);
       return NCCL_OK;
@@ -904,9 +956,11 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
     if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return 0;
     counted = (pobj & 0xFFu) == 0;
+    if (UNLIKELY(counted && (pobj & CP_OFF_BIT))) { start_off(t, eHandle, d, type, pool); return 1; }
   } else {
     if (type == ncclProfileGroupApi) hs_decide(t);
     counted = hs_counted_root(t, type);
+    if (UNLIKELY(hs_off_root(t, type))) { start_off(t, eHandle, d, type, pool); return 1; }
   }
   CP_PH(CP_PH_S_ENTRY, 1);
   uint32_t func, dt;
@@ -1100,12 +1154,11 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
                                                                    uint64_t h, int scratch);
 
 /* The stop of a counted event (host sampling): nothing to time or free,
- * only the hooks a stop runs, found by the path's leaf type. */
+ * only the hooks a stop runs, found by the type its handle carries
+ * (counted_slot): no path-table entry to read. */
 static ncclResult_t stop_counted(cp_thr *t, uint64_t h) {
-  const uint32_t path = (uint32_t)(h >> 44) & 0xFFFFu;
-  if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
-  if (UNLIKELY(path == CP_PATH_NONE || !cp_path_valid_i(path))) return NCCL_OK;
-  const uint32_t type = cp_path_type(path);
+  if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED)) && !(h & CP_OFF_BIT)) cp_capture_stop(h);
+  const uint32_t type = counted_type(h);
   if (type == ncclProfileGroupApi) {
     cp_mask_on_group_stop();
     if (UNLIKELY(t->lt_cur != 0)) cp_lt_group_stop(t, ev_now());

@@ -37,7 +37,7 @@ val() { sed -n "s/^$1=//p" out | head -n 1; }
 "$CP" --help >out 2>err
 is "$?" 0 "--help exits 0"
 ok "--help shows the usage and every option" bash -c \
-  'grep -q "^Usage: collprof \[options\] \[--\] program" out && for o in --output --events --trace --no-trace --gpu-sample --periods --rank-logs --capture --quiet --mpi --no-mpi --list-events --help --version; do grep -q -- "$o" out || { echo "missing $o"; exit 1; }; done'
+  'grep -q "^Usage: collprof \[options\] \[--\] program" out && for o in --output --events --trace --no-trace --gpu-sample --host-sample --periods --paused --rank-logs --capture --quiet --mpi --no-mpi --list-events --help --version; do grep -q -- "$o" out || { echo "missing $o"; exit 1; }; done'
 ver=$(sed -n 's/^#define COLLPROF_VERSION "\(.*\)"/\1/p' "$TOP/include/collprof.h")
 is "$("$CP" --version)" "collprof $ver" "--version prints COLLPROF_VERSION"
 "$CP" --list-events >out 2>err
@@ -51,7 +51,7 @@ ok "--list-events gives the default mask ($def) and GPU sampling 1 in 16" \
   bash -c "grep -q 'Default mask: .*($def).*KernelCh sampled on 1 call in 16' out"
 
 # Options reach the environment.
-run -o outdir -e Coll,P2p --no-trace --gpu-sample 4 --periods 1.5:2:3 --rank-logs 0,2-3 \
+run -o outdir -e Coll,P2p --no-trace --gpu-sample 4 --periods 1.5:2:3 --paused --rank-logs 0,2-3 \
     --capture -q -- ./prog
 is "$(cat rc)" 0 "program runs"
 is "$(val COLLPROF_OUTPUT_DIR)" "$(pwd)/outdir" "-o: COLLPROF_OUTPUT_DIR, made absolute"
@@ -59,6 +59,7 @@ is "$(val NCCL_PROFILE_EVENT_MASK)" "$((2 | 4))" "-e Coll,P2p: mask 6"
 is "$(val COLLPROF_TRACE)" 0 "--no-trace: COLLPROF_TRACE=0"
 is "$(val COLLPROF_GPU_SAMPLE)" 4 "--gpu-sample 4"
 is "$(val COLLPROF_PERIODS)" 1.5:2:3 "--periods"
+is "$(val COLLPROF_START_PAUSED)" 1 "--paused: COLLPROF_START_PAUSED=1"
 is "$(val COLLPROF_RANK_LOGS)" 0,2-3 "--rank-logs"
 is "$(val COLLPROF_CAPTURE)" 1 "--capture"
 is "$(val COLLPROF_QUIET)" 1 "-q"

@@ -50,12 +50,14 @@ static void cp_usage(FILE *f) {
     "      --gpu-sample N      GPU timing (KernelCh) on 1 API call in N; 1 every\n"
     "                          call, 0 never [COLLPROF_GPU_SAMPLE] (default 16)\n"
     "      --host-sample N     time and trace 1 API call in N, count every call\n"
-    "                          (times become estimates) [COLLPROF_HOST_SAMPLE]\n"
-    "                          (default 1: every call); auto: N from each\n"
+    "                          (times become estimates) [COLLPROF_HOST_SAMPLE];\n"
+    "                          1: every call; default auto: N from each\n"
     "                          thread's call rate, timed calls about\n"
     "                          COLLPROF_HOST_SAMPLE_US (100) apart\n"
     "      --periods D:T[:R]   profile only in windows: off D seconds, on T seconds,\n"
     "                          R times (default 1, 0 for ever) [COLLPROF_PERIODS]\n"
+    "      --paused            start with recording off, until the program calls\n"
+    "                          collprof_resume() [COLLPROF_START_PAUSED=1]\n"
     "      --rank-logs WHICH   per-rank logfiles: all, none or a list like 0,4-7\n"
     "                          [COLLPROF_RANK_LOGS] (default none)\n"
     "      --capture           also record every NCCL callback as a replayable\n"
@@ -200,8 +202,8 @@ static const char *cp_basename(const char *p) {
   return s ? s + 1 : p;
 }
 
-enum { OPT_TRACE = 256, OPT_NO_TRACE, OPT_GPU_SAMPLE, OPT_HOST_SAMPLE, OPT_PERIODS, OPT_RANK_LOGS, OPT_CAPTURE,
-       OPT_MPI, OPT_NO_MPI, OPT_LIST_EVENTS };
+enum { OPT_TRACE = 256, OPT_NO_TRACE, OPT_GPU_SAMPLE, OPT_HOST_SAMPLE, OPT_PERIODS, OPT_PAUSED, OPT_RANK_LOGS,
+       OPT_CAPTURE, OPT_MPI, OPT_NO_MPI, OPT_LIST_EVENTS };
 
 int main(int argc, char **argv) {
   static const struct option longopts[] = {
@@ -210,6 +212,7 @@ int main(int argc, char **argv) {
     {"gpu-sample", required_argument, 0, OPT_GPU_SAMPLE},
     {"host-sample", required_argument, 0, OPT_HOST_SAMPLE},
     {"periods", required_argument, 0, OPT_PERIODS},
+    {"paused", no_argument, 0, OPT_PAUSED},
     {"rank-logs", required_argument, 0, OPT_RANK_LOGS},
     {"capture", no_argument, 0, OPT_CAPTURE}, {"quiet", no_argument, 0, 'q'},
     {"mpi", no_argument, 0, OPT_MPI},         {"no-mpi", no_argument, 0, OPT_NO_MPI},
@@ -217,7 +220,7 @@ int main(int argc, char **argv) {
     {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
     {0, 0, 0, 0}};
   const char *output = NULL, *periods = NULL, *rank_logs = NULL;
-  int trace = -1, capture = 0, quiet = 0, mpi = -1, list_events = 0, have_mask = 0;
+  int trace = -1, capture = 0, quiet = 0, mpi = -1, list_events = 0, have_mask = 0, paused = 0;
   enum { HOST_SAMPLE_AUTO = -2 };   /* -1: not given */
   long gpu_sample = -1, host_sample = -1;
   uint32_t mask = 0;
@@ -257,6 +260,7 @@ int main(int argc, char **argv) {
         cp_bad("--rank-logs: '%s' is not all, none or a list like 0,2-3%s", optarg, "");
       rank_logs = optarg;
       break;
+    case OPT_PAUSED: paused = 1; break;
     case OPT_CAPTURE: capture = 1; break;
     case 'q': quiet = 1; break;
     case OPT_MPI: mpi = 1; break;
@@ -320,6 +324,7 @@ int main(int argc, char **argv) {
     cp_setenv("COLLPROF_HOST_SAMPLE", num);
   }
   if (periods) cp_setenv("COLLPROF_PERIODS", periods);
+  if (paused) cp_setenv("COLLPROF_START_PAUSED", "1");
   if (rank_logs) cp_setenv("COLLPROF_RANK_LOGS", rank_logs);
   if (capture) cp_setenv("COLLPROF_CAPTURE", "1");
   if (quiet) cp_setenv("COLLPROF_QUIET", "1");

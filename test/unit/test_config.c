@@ -18,7 +18,7 @@ static const char *vars[] = {"NCCL_PROFILE_EVENT_MASK", "COLLPROF_GPU_SAMPLE", "
                              "COLLPROF_TRACE_BUFFER", "COLLPROF_OUTPUT_DIR", "SLURM_JOB_ID",
                              "COLLPROF_LAUNCH_SAMPLE", "COLLPROF_LAUNCH_INTERVAL_US",
                              "COLLPROF_LAUNCH_RUN", "COLLPROF_LAUNCH_RUN_GAP_US", "COLLPROF_TRACE_NICE",
-                             "COLLPROF_HOST_SAMPLE", "COLLPROF_HOST_SAMPLE_US"};
+                             "COLLPROF_HOST_SAMPLE", "COLLPROF_HOST_SAMPLE_US", "COLLPROF_START_PAUSED"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -67,6 +67,7 @@ int main(void) {
   ok(c->host_sample == CP_HOST_SAMPLE_AUTO, "default: host sampling auto (COLLPROF_HOST_SAMPLE=auto)");
   ok(c->host_sample_us == 100, "default: auto keeps timed calls 100 us apart (COLLPROF_HOST_SAMPLE_US)");
   ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
+  ok(c->start_paused == 0, "default: recording on from the start (COLLPROF_START_PAUSED=0)");
   ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 16384,
      "default sizes");
   ok(c->trace_nice == 10, "default: the trace writer runs at nice 10");
@@ -136,6 +137,11 @@ int main(void) {
   ok(!w[0] && c->host_sample == CP_HOST_SAMPLE_AUTO && c->host_sample_us == 2500,
      "COLLPROF_HOST_SAMPLE=auto (any case) and COLLPROF_HOST_SAMPLE_US=2500 taken");
   free(w);
+  w = reload_with("COLLPROF_START_PAUSED", "yes");
+  ok(!w[0] && c->start_paused == 1, "COLLPROF_START_PAUSED=yes taken");
+  free(w);
+  bad_value("COLLPROF_START_PAUSED", "later", "0");
+  ok(c->start_paused == 0, "bad COLLPROF_START_PAUSED falls back to 0");
   bad_value("COLLPROF_HOST_SAMPLE_US", "soon", "100");
   ok(c->host_sample_us == 100, "bad COLLPROF_HOST_SAMPLE_US falls back to 100");
   bad_value("COLLPROF_PERIODS", "10", "no periods");

@@ -1,7 +1,7 @@
 /*
  * test_mask_control.c — TAP unit test of src/mask_control.c: GPU sampling of
  * KernelCh through NCCL's live activation mask, new-path forcing, and the
- * COLLPROF_PERIODS timer.
+ * COLLPROF_PERIODS timer, and the application's pause (collprof_pause).
  *
  * It plays NCCL: one int is the activation mask, each simulated API call
  * reads it (sampled = KernelCh bit), a sampled call marks its path as having
@@ -17,6 +17,7 @@
  */
 #include "mask_control.h"
 #include "config.h"
+#include "hot.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -29,6 +30,11 @@
 
 #define KC 64
 #define DEFAULT_MASK (4095 & ~KC)
+#define GROUPAPI 256
+/* The mask while recording is off (paused, outside a window) with GPU
+ * sampling on: GroupApi alone, so that a graph capture or a second thread
+ * is still seen (mask_control.c, "Pause"). */
+#define OFF GROUPAPI
 
 /* ---- stubs ---- */
 static cp_config g_cfg;
@@ -229,20 +235,20 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Periods 0.05:0.05:2 — mask 0, on, 0, on, 0 — with no API call at all. */
+/* Periods 0.05:0.05:2 — off, on, off, on, off — with no API call at all. */
 static void sc_periods(void) {
   config(DEFAULT_MASK, 16, "0.05:0.05:2");
   double t0 = now_s();
   __atomic_store_n(&g_mask, 12345, __ATOMIC_RELAXED);
   uint32_t v = cp_mask_attach(&g_mask);
-  check(v == 0 && MASK() == 0, "periods: mask 0 before the first window (%u)", v);
+  check(v == OFF && MASK() == OFF, "periods: GroupApi alone before the first window (%u)", v);
   double flips[16];
   int nflip = 0, last = 0;
   int on_values_ok = 1;
   while (now_s() - t0 < 0.40 && nflip < 16) {
     int m = __atomic_load_n(&g_mask, __ATOMIC_RELAXED);
-    if (m && (uint32_t)m != DEFAULT_MASK) on_values_ok = 0;
-    if ((m != 0) != last) { flips[nflip++] = now_s() - t0; last = m != 0; }
+    if (m != OFF && (uint32_t)m != DEFAULT_MASK) on_values_ok = 0;
+    if ((m != OFF) != last) { flips[nflip++] = now_s() - t0; last = m != OFF; }
     struct timespec ts = {0, 200000};
     nanosleep(&ts, NULL);
   }
@@ -266,7 +272,7 @@ static void sc_periods(void) {
   cp_mask_on_group_start(1);
   cp_mask_on_api_call(1, 0);
   cp_mask_on_group_stop();
-  check(MASK() == 0, "periods: a late call outside a window leaves the mask 0");
+  check(MASK() == OFF, "periods: a late call outside a window leaves the mask off");
   cp_mask_shutdown();
   cp_mask_shutdown();
   check(1, "periods: shutdown twice is fine");
@@ -277,11 +283,11 @@ static void sc_periods_shutdown(void) {
   config(DEFAULT_MASK, 4, "0:100:0");
   cp_mask_attach(&g_mask);
   double t0 = now_s();
-  while (MASK() == 0 && now_s() - t0 < 1) {
+  while (MASK() == OFF && now_s() - t0 < 1) {
     struct timespec ts = {0, 100000};
     nanosleep(&ts, NULL);
   }
-  check(MASK() != 0, "periods 0:100:0: mask on at once");
+  check(MASK() != OFF, "periods 0:100:0: mask on at once");
   double t1 = now_s();
   cp_mask_shutdown();
   check(now_s() - t1 < 0.5, "shutdown returns at once (%.3f s)", now_s() - t1);
@@ -421,7 +427,7 @@ static void sc_window_close(void) {
   config(DEFAULT_MASK, 1, "0:0.05:1");
   cp_mask_attach(&g_mask);
   double t0 = now_s();
-  while (MASK() == 0 && now_s() - t0 < 1) {
+  while (MASK() == OFF && now_s() - t0 < 1) {
     struct timespec ts = {0, 100000};
     nanosleep(&ts, NULL);
   }
@@ -441,7 +447,168 @@ static void sc_window_close(void) {
         "window ended inside a group: mask unchanged (0x%x)", (unsigned)MASK());
   cp_mask_on_api_call(1, 1);
   cp_mask_on_group_stop();
-  check(MASK() == 0, "...and 0 at that group's stop (0x%x)", (unsigned)MASK());
+  check(MASK() == OFF, "...and off (GroupApi alone) at that group's stop (0x%x)", (unsigned)MASK());
+  cp_mask_shutdown();
+}
+
+/* ---- pause (collprof_pause / collprof_resume through cp_mask_set_paused) ---- */
+static void one_group(void) {
+  cp_mask_on_group_start(1);
+  cp_mask_on_api_call(1, (MASK() & KC) != 0);
+  cp_mask_on_group_stop();
+}
+static void nap_ms(int ms) {
+  struct timespec ts = {0, ms * 1000000L};
+  nanosleep(&ts, NULL);
+}
+#define OFF_FLAG() atomic_load(&cp_hot.off)   /* what the callbacks read */
+
+/* N=16, KernelCh on at the pause (the first call is sampled): the mask
+ * waits for a group stop, then is GroupApi alone; resume gives the base
+ * mask at once and KernelCh at the next group stop (a first-call sample);
+ * the windows text has both windows. */
+static void sc_pause_basic(void) {
+  config(DEFAULT_MASK, 16, "");
+  cp_mask_attach(&g_mask);
+  check((uint32_t)MASK() == (DEFAULT_MASK | KC) && !OFF_FLAG() && cp_mask_windows()[0] == '\0',
+        "pause: before any pause the first call is sampled, nothing off, no windows text (0x%x)",
+        (unsigned)MASK());
+  nap_ms(20);
+  cp_mask_on_group_start(1);            /* a group open at the pause */
+  check(cp_mask_set_paused(1) == 0 && cp_mask_paused() && OFF_FLAG(),
+        "pause: returns 0 (was not paused), paused, callbacks told");
+  check((uint32_t)MASK() == (DEFAULT_MASK | KC), "pause inside a group with KernelCh on: mask kept (0x%x)",
+        (unsigned)MASK());
+  cp_mask_on_api_call(1, 1);
+  cp_mask_on_group_stop();
+  check(MASK() == OFF, "...GroupApi alone at the group's stop (0x%x)", (unsigned)MASK());
+  check(cp_mask_set_paused(1) == 1 && MASK() == OFF, "pause twice: returns 1, nothing changes");
+  for (int k = 0; k < 50; k++) one_group();   /* NCCL's GroupApi-only calls while paused */
+  check(MASK() == OFF, "paused: 50 calls leave the mask off");
+  nap_ms(20);
+  check(cp_mask_set_paused(0) == 1 && !cp_mask_paused() && !OFF_FLAG(), "resume: returns 1, recording on");
+  check((uint32_t)MASK() == DEFAULT_MASK, "resume: base mask at once, KernelCh not yet (0x%x)", (unsigned)MASK());
+  check(cp_mask_sample_first(), "resume: the next sample is a first-call sample");
+  cp_mask_on_group_start(1);
+  cp_mask_on_group_stop();
+  check((uint32_t)MASK() == (DEFAULT_MASK | KC), "resume: KernelCh at the first group stop (0x%x)",
+        (unsigned)MASK());
+  const char *w = cp_mask_windows();
+  double a, b, c;
+  int got = sscanf(w, "%lf-%lf %lf-open", &a, &b, &c);
+  check(got == 3 && a == 0 && b >= 0.015 && b < 0.5 && c - b >= 0.015 && c < 1,
+        "pause: windows \"%s\" (0 to the pause, the resume on)", w);
+  cp_mask_shutdown();
+  got = sscanf(cp_mask_windows(), "%lf-%lf %lf-%lf", &a, &b, &c, &c);
+  check(got == 4, "shutdown closes the open window: \"%s\"", cp_mask_windows());
+}
+
+/* KernelCh off at the pause: the mask goes off at once.  N=0: off is 0. */
+static void sc_pause_kc_off(void) {
+  config(DEFAULT_MASK, 16, "");
+  cp_mask_attach(&g_mask);
+  for (int k = 0; k < 40 && (MASK() & KC); k++) one_group();
+  check(!(MASK() & KC), "N=16: a call without KernelCh comes");
+  cp_mask_set_paused(1);
+  check(MASK() == OFF, "pause with KernelCh off: GroupApi alone at once (0x%x)", (unsigned)MASK());
+  cp_mask_set_paused(0);
+  check((uint32_t)MASK() == DEFAULT_MASK, "resume: base mask (0x%x)", (unsigned)MASK());
+}
+static void sc_pause_n0(void) {
+  config(DEFAULT_MASK, 0, "");
+  cp_mask_attach(&g_mask);
+  cp_mask_set_paused(1);
+  check(MASK() == 0, "N=0 (KernelCh never): paused mask is 0 (0x%x)", (unsigned)MASK());
+  cp_mask_set_paused(0);
+  check((uint32_t)MASK() == DEFAULT_MASK, "N=0: resume gives the base mask back");
+}
+/* N=1: KernelCh on every call; a pause waits for a group stop (groups are
+ * counted for N=1 as well). */
+static void sc_pause_n1(void) {
+  config(DEFAULT_MASK, 1, "");
+  cp_mask_attach(&g_mask);
+  cp_mask_on_group_start(1);
+  cp_mask_set_paused(1);
+  check((uint32_t)MASK() == (DEFAULT_MASK | KC), "N=1: pause inside a group keeps KernelCh (0x%x)",
+        (unsigned)MASK());
+  cp_mask_on_group_stop();
+  check(MASK() == OFF, "N=1: off at the group's stop (0x%x)", (unsigned)MASK());
+  cp_mask_set_paused(0);
+  one_group();
+  check((uint32_t)MASK() == (DEFAULT_MASK | KC), "N=1: resume, KernelCh after a group stop (0x%x)",
+        (unsigned)MASK());
+}
+/* COLLPROF_START_PAUSED, and a pause before the first init. */
+static void sc_start_paused(void) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.start_paused = 1;
+  check(cp_mask_attach(&g_mask) == OFF && OFF_FLAG() && cp_mask_paused(),
+        "COLLPROF_START_PAUSED: attach writes GroupApi alone, paused");
+  check(strcmp(cp_mask_windows(), "none yet") == 0, "start paused: windows \"none yet\" (\"%s\")",
+        cp_mask_windows());
+  nap_ms(10);
+  cp_mask_set_paused(0);
+  double a;
+  check(sscanf(cp_mask_windows(), "%lf-open", &a) == 1 && a >= 0.009,
+        "resume after a start paused: one window from then (\"%s\")", cp_mask_windows());
+}
+static void sc_pause_before_init(void) {
+  check(cp_mask_set_paused(1) == 0 && OFF_FLAG(), "pause before any init: taken");
+  config(DEFAULT_MASK, 16, "");
+  check(cp_mask_attach(&g_mask) == OFF, "...the first attach writes the mask off (0x%x)", (unsigned)MASK());
+}
+/* Frozen with KernelCh off: only KernelCh must stay, so pause and resume
+ * still switch the rest.  Frozen with KernelCh on: nothing changes, and a
+ * pause only stops the recording. */
+static void sc_pause_frozen(void) {
+  config(DEFAULT_MASK, 16, "");
+  cp_mask_attach(&g_mask);
+  for (int k = 0; k < 40 && (MASK() & KC); k++) one_group();
+  cp_mask_on_graph_capture();
+  int before = MASK();
+  cp_mask_set_paused(1);
+  one_group();
+  check(MASK() == OFF && OFF_FLAG(), "frozen, KernelCh off: pause gives GroupApi alone (0x%x)", (unsigned)MASK());
+  cp_mask_set_paused(0);
+  for (int k = 0; k < 40; k++) one_group();
+  check(MASK() == before && !OFF_FLAG(), "frozen, KernelCh off: resume, the base mask and never KernelCh (0x%x)",
+        (unsigned)MASK());
+}
+static void sc_pause_frozen_kc(void) {
+  config(DEFAULT_MASK, 16, "");
+  cp_mask_attach(&g_mask);
+  check((MASK() & KC) != 0, "the first call is sampled");
+  cp_mask_on_graph_capture();
+  int before = MASK();
+  cp_mask_set_paused(1);
+  one_group();
+  check(MASK() == before && OFF_FLAG(), "frozen, KernelCh on: pause leaves the mask (0x%x), stops recording",
+        (unsigned)MASK());
+  cp_mask_set_paused(0);
+  check(MASK() == before && !OFF_FLAG(), "frozen, KernelCh on: resume, recording on");
+}
+/* Periods and pause together: on only inside a window and not paused. */
+static void sc_pause_periods(void) {
+  config(DEFAULT_MASK, 4, "0:0.3:1");
+  cp_mask_attach(&g_mask);
+  double t0 = now_s();
+  while (MASK() == OFF && now_s() - t0 < 1) nap_ms(1);
+  check(!OFF_FLAG(), "periods 0:0.3: the window is on");
+  nap_ms(50);
+  cp_mask_set_paused(1);
+  check(MASK() == OFF && OFF_FLAG(), "pause inside a window: off");
+  nap_ms(50);
+  cp_mask_set_paused(0);
+  check(MASK() != OFF && !OFF_FLAG(), "resume inside the window: on again (0x%x)", (unsigned)MASK());
+  while (now_s() - t0 < 0.45) nap_ms(5);
+  check(MASK() == OFF && OFF_FLAG(), "the window's end: off");
+  cp_mask_set_paused(1);
+  cp_mask_set_paused(0);
+  check(MASK() == OFF && OFF_FLAG(), "resume after the last window: still off");
+  double a, b, c, d;
+  int got = sscanf(cp_mask_windows(), "%lf-%lf %lf-%lf", &a, &b, &c, &d);
+  check(got == 4 && a < 0.01 && b > 0.04 && b < 0.2 && c - b > 0.04 && fabs(d - 0.3) < 1e-6,
+        "two windows, the second ends with the period: \"%s\"", cp_mask_windows());
   cp_mask_shutdown();
 }
 
@@ -612,6 +779,15 @@ int main(void) {
   run(sc_v4_a, 0);
   run(sc_window_close, 0);
   run(sc_in_flight, 0);
+  run(sc_pause_basic, 0);
+  run(sc_pause_kc_off, 0);
+  run(sc_pause_n0, 0);
+  run(sc_pause_n1, 0);
+  run(sc_start_paused, 0);
+  run(sc_pause_before_init, 0);
+  run(sc_pause_frozen, 0);
+  run(sc_pause_frozen_kc, 0);
+  run(sc_pause_periods, 0);
   printf("1..%d\n", g_n);
   return g_fail != 0;
 }
