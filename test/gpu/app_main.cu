@@ -4,8 +4,8 @@
  *
  *   mpirun -np N collprof-gpu-app [--min 8] [--max 64M] [--factor 2]
  *       [--iters 20] [--warmup 5] [--ops allreduce,allgather,...|all]
- *       [--phases sweep,split,graph|all] [--replays 10] [--gpus-per-proc 1|2]
- *       [--iter-times] [--gpu-bound] [--interleave-us N] [--out DIR]
+ *       [--phases sweep,split,graph,ab|all] [--replays 10] [--gpus-per-proc 1|2]
+ *       [--iter-times] [--gpu-bound] [--interleave-us N] [--ab-rounds 8] [--out DIR]
  *
  * Phases, each on every GPU thread:
  *   sweep  every op of --ops at sizes --min..--max (x --factor), --warmup
@@ -35,6 +35,10 @@
  *          timed with CUDA events on its stream (sweep.json's "split")
  *   graph  a CUDA graph capturing AllReduce x2, AllGather and Broadcast on
  *          "world", launched --replays times
+ *   ab     (not in "all") the sweep's ops and sizes again, each timed in
+ *          --ab-rounds rounds of --iters calls with collprof recording and
+ *          --iters with it paused, alternated in one process (app_ab.cu);
+ *          writes DIR/ab.json, read by test/gpu/ab_report.py
  * With --gpus-per-proc 2 every process drives two GPUs from two threads
  * (NCCL ranks 2p and 2p+1).  Writes DIR/counts.<world rank>.json (the calls
  * made per func and communicator) and, from rank 0, DIR/sweep.json; prints
@@ -58,7 +62,8 @@ static struct {
   const char *out;
   int iter_times, gpu_bound;
   double interleave_us;
-} opt = {8, 64u << 20, 2, 20, 5, 10, 1, {1, 1, 1, 1, 1, 1}, 1, 1, 1, ".", 0, 0, 0};
+  int phase_ab, ab_rounds;
+} opt = {8, 64u << 20, 2, 20, 5, 10, 1, {1, 1, 1, 1, 1, 1}, 1, 1, 1, ".", 0, 0, 0, 0, 8};
 
 typedef struct gpu_thr {
   int t, nccl_rank, nccl_n, dev;
@@ -299,6 +304,11 @@ static void *thr_main(void *arg) {
   if (opt.phase_sweep) { phase_sweep(g); progress(g, "sweep"); }
   if (opt.phase_split) { phase_split(g); progress(g, "split"); }
   if (opt.phase_graph) { phase_graph(g); progress(g, "graph"); }
+  if (opt.phase_ab) {
+    const app_ab_opt ab = {opt.min, opt.max, opt.factor, opt.iters, opt.warmup, opt.ab_rounds, opt.ops, opt.out};
+    app_phase_ab(&g->world, g->nccl_rank, &ab);
+    progress(g, "ab");
+  }
   CUDACHECK(cudaStreamSynchronize(g->world.stream));
   /* destroy so that the profiler's finalize runs before MPI_Finalize */
   if (g->has_split) NCCLCHECK(ncclCommDestroy(g->split.comm));
@@ -402,8 +412,8 @@ int main(int argc, char **argv) {
   int wrank, wsize;
   MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
   MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-  int phases[3];
-  const char *const phase_names[3] = {"sweep", "split", "graph"};
+  int phases[4];
+  const char *const phase_names[4] = {"sweep", "split", "graph", "ab"};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--iter-times")) { opt.iter_times = 1; continue; }   /* the flags */
@@ -417,12 +427,15 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--warmup")) opt.warmup = atoi(v);
     else if (!strcmp(a, "--replays")) opt.replays = atoi(v);
     else if (!strcmp(a, "--interleave-us")) opt.interleave_us = atof(v);
+    else if (!strcmp(a, "--ab-rounds")) opt.ab_rounds = atoi(v);
     else if (!strcmp(a, "--gpus-per-proc")) opt.gpp = atoi(v) == 2 ? 2 : 1;
     else if (!strcmp(a, "--out")) opt.out = v;
     else if (!strcmp(a, "--ops")) parse_list(v, opt.ops, app_op_name, NOPS);
     else if (!strcmp(a, "--phases")) {
-      parse_list(v, phases, phase_names, 3);
+      const int all = !strcmp(v, "all");
+      parse_list(v, phases, phase_names, 4);
       opt.phase_sweep = phases[0]; opt.phase_split = phases[1]; opt.phase_graph = phases[2];
+      opt.phase_ab = phases[3] && !all;   /* "all": the three checked by run.sh */
     } else app_die("unknown option", a);
   }
   if (opt.min < 1) opt.min = 1;

@@ -7,6 +7,8 @@
  *                 process (one thread each), the counts/results JSON
  *   app_ops.cu    one NCCL operation with nccl-tests' size conventions and
  *                 bus-bandwidth factors, and the per-(func, comm) counting
+ *   app_ab.cu     the "ab" phase: collprof recording against collprof
+ *                 paused, block by block in one process
  *
  * The app counts every NCCL call it makes so that test/gpu/run.sh can
  * check collprof's numbers exactly, and times each size of the sweep with
@@ -60,6 +62,19 @@ double app_busbw_factor(int op, int n);
 
 /* Count the calls a graph launch runs: every call captured on ac. */
 void app_count_replay(app_comm *ac);
+
+/* The "ab" phase (app_ab.cu): for each op of ops and size min..max (x
+ * factor), warmup calls, then `rounds` rounds of a block of `calls` calls
+ * with collprof recording and one with it paused, in alternating order;
+ * NCCL rank 0 writes out/ab.json. */
+typedef struct app_ab_opt {
+  size_t min, max;
+  double factor;
+  int calls, warmup, rounds;
+  const int *ops;        /* NOPS flags */
+  const char *out;
+} app_ab_opt;
+void app_phase_ab(app_comm *w, int nccl_rank, const app_ab_opt *o);
 
 void app_die(const char *what, const char *detail);
 #define NCCLCHECK(x) do { ncclResult_t r_ = (x); if (r_ != ncclSuccess) app_die(#x, ncclGetErrorString(r_)); } while (0)

@@ -1,0 +1,62 @@
+#!/bin/bash
+# ab.sh — what collprof costs NCCL, measured inside one run: the app's "ab"
+# phase (test/gpu/app_ab.cu) times every size in ROUNDS rounds of a block
+# with collprof recording and a block with it paused (collprof_pause),
+# alternated, in the same processes; ab_report.py gives per size the
+# median paired ratio, how many rounds were slower (sign test) and the
+# paused blocks' own spread, then the mean bus bandwidth ratio.  Where
+# test/gpu/overhead.sh compares separate runs, whose differences (GPU
+# clocks, thread placement, NCCL's set-up) are often larger than the
+# profiler's cost, this compares like with like.  On a GPU host, after
+# `. .gpu-kit/env.sh`:
+#
+#   test/gpu/ab.sh [NP [ROUNDS]]          default: 2 ranks, 8 rounds
+#
+# CONFIGS (default "collprof collprof-all"): collprof's defaults, and every
+# event type on every call (NCCL_PROFILE_EVENT_MASK=4095
+# COLLPROF_GPU_SAMPLE=1); "collprof-gs0" (COLLPROF_GPU_SAMPLE=0: paused
+# means NCCL sends nothing at all) shows what the one GroupApi per call
+# that a pause keeps costs.  ITERS (default 100) calls per block, OPS
+# (default allreduce), MAX (default 64M).  Outputs stay in $RUN_OUT.
+set -u
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+B=${COLLPROF_BUILD:-$TOP/build}
+NP=${1:-2}
+ROUNDS=${2:-8}
+ITERS=${ITERS:-100}
+MAX=${MAX:-64M}
+OPS=${OPS:-allreduce}
+APP=$B/bin/collprof-gpu-app
+PLUGIN=$B/lib/libcollprof.so
+MPILIB=$B/lib/libcollprof-mpi.so
+RUN_OUT=${RUN_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/collprof-ab.XXXXXX")}
+MPIRUN=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
+MPIRUN="$MPIRUN ${MPI_BIND---bind-to none}"   # as overhead.sh: NCCL's proxy thread on a core of its own
+export NCCL_NVLS_ENABLE=0
+for f in "$APP" "$PLUGIN" "$MPILIB"; do
+  [ -e "$f" ] || { echo "ab.sh: missing $f"; exit 1; }
+done
+config_env() {
+  case $1 in
+    collprof) echo "" ;;
+    collprof-all) echo "-x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1" ;;
+    collprof-gs0) echo "-x COLLPROF_GPU_SAMPLE=0" ;;
+    collprof-notrace) echo "-x COLLPROF_TRACE=0" ;;
+    *) echo "ab.sh: unknown configuration $1" >&2; return 2 ;;
+  esac
+}
+rc=0
+for c in ${CONFIGS:-collprof collprof-all}; do
+  envs=$(config_env "$c") || exit 2
+  d=$RUN_OUT/$c
+  mkdir -p "$d/app"
+  # shellcheck disable=SC2086
+  $MPIRUN -np "$NP" -x NCCL_NVLS_ENABLE=0 -x LD_PRELOAD="$MPILIB" -x NCCL_PROFILER_PLUGIN="$PLUGIN" $envs \
+    -x COLLPROF_OUTPUT_DIR="$d/prof" -x COLLPROF_QUIET=1 "$APP" --phases ab --ops "$OPS" --max "$MAX" \
+    --iters "$ITERS" --warmup 20 --ab-rounds "$ROUNDS" --out "$d/app" >"$d/app.log" 2>&1 ||
+    { echo "ab.sh: $c exited $?"; tail -n 5 "$d/app.log"; rc=1; continue; }
+  python3 "$TOP/test/gpu/ab_report.py" "$d/app" "$c, $NP ranks" || rc=1
+  # the summary must show the windows the pauses left
+  grep -m1 'Profiled windows' "$d/prof/summary.log" | cut -c1-160
+done
+exit $rc
