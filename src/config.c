@@ -221,6 +221,9 @@ static void load(cp_config *c) {
   }
 
   get_bool("COLLPROF_START_PAUSED", &c->start_paused);
+  v = 500;
+  get_num("COLLPROF_GPU_SAMPLE_US", 0, 1000000000ull, &v);
+  c->gpu_sample_us = (uint32_t)v;
 
   c->trace_on = 1;
   get_bool("COLLPROF_TRACE", &c->trace_on);

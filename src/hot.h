@@ -25,6 +25,9 @@ typedef struct cp_hot_words {
   atomic_int off;                /* mask_control.c: recording is off (paused, or
                                     outside a profiling window); read at each
                                     API call's GroupApi start */
+  atomic_uint off_epoch;         /* mask_control.c: recording went off or on this
+                                    many times (a thread's call rate measured
+                                    across it would count the time off) */
   atomic_int trace_accept;       /* trace_writer.c: the rings take records
                                     (cp_trace_accept, trace_ring.h) */
   /* clock.c: the current TSC-to-ns map (cp_clock_cur, clock.h), replaced

@@ -15,6 +15,23 @@
  *     alias with loops: in a loop of 2 collectives with N = 16 only the
  *     first would ever be sampled.  The pseudo-random position keeps the
  *     rate at exactly 1/N while every path of a loop gets 1/N in expectation.
+ *   - Spacing (COLLPROF_GPU_SAMPLE_US = S > 0, default 500): a call with
+ *     KernelCh costs NCCL the same few microseconds whatever its size
+ *     (its proxy thread reads every channel's timestamps), which on a call
+ *     of 10 us is a third of it: one in 16 put 8 B-4 KiB all-reduces 4-8%
+ *     above the same calls with collprof paused, on 4 H100s
+ *     (test/gpu/ab.sh; 0.2-1.3% with GPU sampling off).  So each thread's
+ *     calls fall in blocks of N x 2^j instead, j (0..6) the least for which
+ *     a block spans S at the thread's pace: a running mean of the time per
+ *     call, measured from one clock read at each block's start (a block
+ *     across a time recording was off does not count).  One call per block
+ *     is sampled, at a position drawn per block.  Calls more than S/N
+ *     apart (a training step's collectives) keep one in N; a tight loop of
+ *     10 us calls gets one in 64.  The estimate per size class takes the
+ *     mean of its samples, as with N fixed: within a class the rate then
+ *     depends on the pace, which could favour slow calls of the same size
+ *     (a contended phase); test/gpu/estimate_check.sh measures it.
+ *     S = 0: blocks of N exactly, the rule above.
  *   - Forcing: when call k was not sampled, call k+1 is not a periodic
  *     sample, and k's path has no GPU sample yet (cp_path_gpu_seen == 0),
  *     call k+1 is sampled as well — at most once per path, ever (a bitmap of
@@ -119,6 +136,7 @@ static _Atomic(int *) g_ptr;          /* NCCL's process-wide mask int */
 static uint32_t g_base;               /* base mask (config), KernelCh stripped */
 static int g_off;                     /* the user's mask is 0: never profile */
 static uint32_t g_n;                  /* gpu_sample */
+static uint64_t g_space_ns;           /* gpu_sample_us in ns: spaced blocks (header), 0 = blocks of N */
 static atomic_int g_next_kc;          /* decision for the next API call */
 static atomic_int g_next_first;       /* ...and it is a first-call sample (header) */
 static atomic_int g_in_window = 1;    /* 0 outside a profiling window */
@@ -183,6 +201,28 @@ static int periodic(uint64_t k) {
   uint64_t b = k / g_n;
   uint64_t pos = b == 0 ? 0 : splitmix64(b) % g_n;
   return k % g_n == pos;
+}
+
+/* Spacing (header): is call k1 of thread t the sample of its block?  A
+ * block begins when the last one has been used up, sized from the pace. */
+#define GS_MAX_LG 6
+static int periodic_spaced(cp_thr *t, uint64_t k1) {
+  if (t->gs_i >= t->gs_blk) {
+    const uint64_t now = cp_clock_now();
+    const uint32_t ep = atomic_load_explicit(&cp_hot.off_epoch, memory_order_relaxed);
+    if (t->gs_blk && t->gs_epoch == ep && now > t->gs_t0) {
+      const uint64_t per = (now - t->gs_t0) / t->gs_blk;
+      t->gs_pace = t->gs_pace ? (3 * t->gs_pace + per) / 4 : per;
+    }
+    t->gs_epoch = ep;
+    t->gs_t0 = now;
+    uint32_t n = g_n;   /* no pace measured yet: N */
+    for (int j = 0; t->gs_pace && j < GS_MAX_LG && (uint64_t)n * t->gs_pace < g_space_ns; j++) n <<= 1;
+    t->gs_blk = n;
+    t->gs_pos = (uint32_t)(splitmix64(k1 ^ ((uint64_t)(uintptr_t)t << 16)) % n);
+    t->gs_i = 0;
+  }
+  return t->gs_i++ == t->gs_pos;
 }
 
 /* May one more call be forced, `calls` calls having been seen?  The first
@@ -250,7 +290,10 @@ static void open_window(void) {
 static void window_edge(uint64_t t) {
   pthread_mutex_lock(&g_win_lock);
   int on = profiling_on();
-  atomic_store_explicit(&cp_hot.off, !on, memory_order_relaxed);
+  if (atomic_load_explicit(&cp_hot.off, memory_order_relaxed) != !on) {
+    atomic_store_explicit(&cp_hot.off, !on, memory_order_relaxed);
+    atomic_fetch_add_explicit(&cp_hot.off_epoch, 1, memory_order_relaxed);
+  }
   if (atomic_load(&g_inited) && on != g_win_open) {
     uint64_t at = t > g_t0 ? t - g_t0 : 0;
     if (on) {
@@ -332,6 +375,7 @@ static void init_once(void) {
   const cp_config *c = cp_config_get();
   g_base = c->event_mask & ~KC & NCCL_PROFILE_ALL_EVENTS;
   g_n = c->gpu_sample > 0 ? (uint32_t)c->gpu_sample : 0;
+  g_space_ns = (uint64_t)c->gpu_sample_us * 1000u;
   g_off = (c->event_mask & NCCL_PROFILE_ALL_EVENTS) == 0;
   /* A mask of KernelCh alone cannot be sampled: an unsampled call would
    * read 0, send no callback, and nothing would turn KernelCh back on. */
@@ -401,7 +445,7 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
   if (atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
   /* Decided here, published at the group stop (header: never inside a
    * group). */
-  int next = periodic(k + 1), first = 0;
+  int next = g_space_ns ? periodic_spaced(t, k + 1) : periodic(k + 1), first = 0;
   if (!next && !sampled && path < FORCE_CAP && force_budget(k + 1) &&
       !cp_path_gpu_seen(path)) {
     uint64_t bit = 1ull << (path % 64);

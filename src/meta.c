@@ -84,6 +84,8 @@ static void build(void) {
   p = jf_bool(p, c->mask_from_env);
   p = JF_LIT(p, ",\"gpuSample\":");
   p = jf_i64(p, c->gpu_sample);
+  p = JF_LIT(p, ",\"gpuSampleUs\":");
+  p = jf_u64(p, c->gpu_sample_us);
   p = JF_LIT(p, ",\"periods\":");
   p = jf_str(p, c->periods, 768);
   p = JF_LIT(p, ",\"trace\":");

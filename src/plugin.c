@@ -387,7 +387,11 @@ static inline void hs_decide(cp_thr *t) {
 /* auto: a recorded call's GroupApi started at now; the calls since the
  * last recorded one give the rate (host_sample.h). */
 static inline void hs_note_start(cp_thr *t, uint64_t now) {
-  if (t->hs_last_ns && now > t->hs_last_ns)
+  /* a span over a time recording was off (pause, outside a window) is no
+   * gap between calls: start afresh from this call */
+  const uint32_t ep = atomic_load_explicit(&cp_hot.off_epoch, memory_order_relaxed);
+  if (UNLIKELY(ep != t->hs_epoch)) t->hs_epoch = ep;
+  else if (t->hs_last_ns && now > t->hs_last_ns)
     t->hs_gap = cp_hs_gap_update(t->hs_gap, now - t->hs_last_ns, t->hs_calls);
   t->hs_last_ns = now;
   t->hs_calls = 0;

@@ -91,6 +91,13 @@ typedef struct cp_thr {
    * and the running mean gap between calls */
   uint32_t hs_blk, hs_lg, hs_calls;
   uint64_t hs_last_ns, hs_gap;
+  uint32_t hs_epoch;            /* cp_hot.off_epoch when hs_last_ns was taken */
+  /* mask_control.c, GPU sampling spaced in time (COLLPROF_GPU_SAMPLE_US):
+   * the current block of API calls (its size, the call to sample, the
+   * calls seen), when it began and in which off_epoch, and the running
+   * mean time per call */
+  uint32_t gs_blk, gs_pos, gs_i, gs_epoch;
+  uint64_t gs_t0, gs_pace;
   /* Coll/P2p GPU spans dropped by the slot-reuse check (plugin.c) */
   uint64_t gpu_dropped;
   /* kc_batch.h: this thread's KernelCh under one parent in another

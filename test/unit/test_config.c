@@ -18,7 +18,8 @@ static const char *vars[] = {"NCCL_PROFILE_EVENT_MASK", "COLLPROF_GPU_SAMPLE", "
                              "COLLPROF_TRACE_BUFFER", "COLLPROF_OUTPUT_DIR", "SLURM_JOB_ID",
                              "COLLPROF_LAUNCH_SAMPLE", "COLLPROF_LAUNCH_INTERVAL_US",
                              "COLLPROF_LAUNCH_RUN", "COLLPROF_LAUNCH_RUN_GAP_US", "COLLPROF_TRACE_NICE",
-                             "COLLPROF_HOST_SAMPLE", "COLLPROF_HOST_SAMPLE_US", "COLLPROF_START_PAUSED"};
+                             "COLLPROF_HOST_SAMPLE", "COLLPROF_HOST_SAMPLE_US", "COLLPROF_START_PAUSED",
+                             "COLLPROF_GPU_SAMPLE_US"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -68,6 +69,7 @@ int main(void) {
   ok(c->host_sample_us == 100, "default: auto keeps timed calls 100 us apart (COLLPROF_HOST_SAMPLE_US)");
   ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
   ok(c->start_paused == 0, "default: recording on from the start (COLLPROF_START_PAUSED=0)");
+  ok(c->gpu_sample_us == 500, "default: GPU samples of a thread spaced 500 us (COLLPROF_GPU_SAMPLE_US)");
   ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 16384,
      "default sizes");
   ok(c->trace_nice == 10, "default: the trace writer runs at nice 10");
@@ -141,6 +143,10 @@ int main(void) {
   ok(!w[0] && c->start_paused == 1, "COLLPROF_START_PAUSED=yes taken");
   free(w);
   bad_value("COLLPROF_START_PAUSED", "later", "0");
+  w = reload_with("COLLPROF_GPU_SAMPLE_US", "0");
+  ok(!w[0] && c->gpu_sample_us == 0, "COLLPROF_GPU_SAMPLE_US=0 (exactly one in N) taken");
+  free(w);
+  bad_value("COLLPROF_GPU_SAMPLE_US", "often", "500");
   ok(c->start_paused == 0, "bad COLLPROF_START_PAUSED falls back to 0");
   bad_value("COLLPROF_HOST_SAMPLE_US", "soon", "100");
   ok(c->host_sample_us == 100, "bad COLLPROF_HOST_SAMPLE_US falls back to 100");

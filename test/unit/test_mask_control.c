@@ -451,6 +451,42 @@ static void sc_window_close(void) {
   cp_mask_shutdown();
 }
 
+/* ---- spacing (COLLPROF_GPU_SAMPLE_US) ---- */
+/* Fast calls (no pause between them: well under 1 us each, a few us
+ * under a sanitizer) with S = 2 ms: after the first block of N, blocks
+ * grow to 64 N, so 8192 calls get about 8192/1024 samples instead of 512.
+ * Slow calls (1 ms apart, S = 0.5 ms) keep one in N exactly. */
+static void sc_spaced(void) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_us = 2000;
+  cp_mask_attach(&g_mask);
+  enum { FAST = 8192 };
+  for (size_t k = 0; k < FAST; k++) g_paths[k] = 7;
+  unsigned char *got = calloc(FAST, 1);
+  uint64_t c = drive(g_paths, FAST, always, got);
+  check(c >= 3 && c <= FAST / 64, "spaced, S=2 ms, %d fast calls: %llu samples (fixed N=16: %d; 64 N: about %d)",
+        FAST, (unsigned long long)c, FAST / 16, FAST / 1024);
+  free(got);
+}
+static void sc_spaced_slow(void) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_us = 500;
+  cp_mask_attach(&g_mask);
+  enum { SLOW = 97 };
+  for (size_t k = 0; k < SLOW; k++) g_paths[k] = 7;
+  g_seen[7] = 1;
+  unsigned char got[SLOW];
+  uint64_t c = 0;
+  for (size_t k = 0; k < SLOW; k++) {
+    c += drive(g_paths + k, 1, always, got + k);
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  /* call 0 (the first-call sample) and one in each block of 16 after it */
+  check(c == 1 + (SLOW - 1) / 16, "spaced, S=0.5 ms, calls 1 ms apart: one in 16 (%llu samples of %d calls)",
+        (unsigned long long)c, SLOW);
+}
+
 /* ---- pause (collprof_pause / collprof_resume through cp_mask_set_paused) ---- */
 static void one_group(void) {
   cp_mask_on_group_start(1);
@@ -779,6 +815,8 @@ int main(void) {
   run(sc_v4_a, 0);
   run(sc_window_close, 0);
   run(sc_in_flight, 0);
+  run(sc_spaced, 0);
+  run(sc_spaced_slow, 0);
   run(sc_pause_basic, 0);
   run(sc_pause_kc_off, 0);
   run(sc_pause_n0, 0);

@@ -85,7 +85,7 @@ def check_meta(m):
     if not m["wallTime"].endswith("Z") or "T" not in m["wallTime"]:
         bad("meta wallTime %s" % m["wallTime"])
     for k in ["eventMask", "gpuSample", "periods", "trace", "capture", "quiet", "poolSize",
-              "blacklistCap", "traceBuffer", "traceNice", "launchSample", "launchIntervalUs", "launchRun",
+              "blacklistCap", "traceBuffer", "traceNice", "launchSample", "launchIntervalUs", "launchRun", "gpuSampleUs",
               "launchRunGapUs", "outputDir"]:
         if k not in m["config"]:
             bad("meta config lacks %s" % k)
