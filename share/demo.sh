@@ -27,11 +27,8 @@ rm -rf "$OUT"
 echo "== mpirun -np 4 collprof -o $OUT --host-sample 1 -- collprof-replay share/fixtures/ag4_net/p*.jsonl"
 # --host-sample 1: the replay issues the capture's calls microseconds apart,
 # far faster than the GPUs did, so the default (auto) would time and trace
-# one in 64 of them; the demo keeps every call in the trace.  For the same
-# reason COLLPROF_GPU_SAMPLE_US=0: GPU sampling exactly one call in 16, as
-# at the capture's own pace, not spaced 500 us apart.
-"${MPIRUN[@]}" -np 4 -x COLLPROF_GPU_SAMPLE_US=0 "$BIN/collprof" -o "$OUT" --host-sample 1 -- \
-  "$BIN/collprof-replay" "$FIXDIR"/p*.jsonl
+# one in 64 of them; the demo keeps every call in the trace.
+"${MPIRUN[@]}" -np 4 "$BIN/collprof" -o "$OUT" --host-sample 1 -- "$BIN/collprof-replay" "$FIXDIR"/p*.jsonl
 
 echo "== collprof-collate $OUT --chrome ... --folded ... --html ..."
 # --no-summary keeps the online summary (its collation section describes

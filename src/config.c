@@ -221,7 +221,7 @@ static void load(cp_config *c) {
   }
 
   get_bool("COLLPROF_START_PAUSED", &c->start_paused);
-  v = 500;
+  v = 0;
   get_num("COLLPROF_GPU_SAMPLE_US", 0, 1000000000ull, &v);
   c->gpu_sample_us = (uint32_t)v;
 

@@ -34,10 +34,10 @@ typedef struct cp_config {
   uint32_t host_sample_us;  /* COLLPROF_HOST_SAMPLE_US: auto's least spacing of a
                                thread's timed calls (default 100) */
   char periods[128];        /* COLLPROF_PERIODS delay:duration[:repeat], "" none */
-  uint32_t gpu_sample_us;   /* COLLPROF_GPU_SAMPLE_US (default 500): KernelCh
-                               samples of a thread at least this far apart on
-                               average, N growing to 64 N for faster calls;
-                               0: exactly one call in N (mask_control.c) */
+  uint32_t gpu_sample_us;   /* COLLPROF_GPU_SAMPLE_US (default 0: exactly one
+                               call in N): a thread's KernelCh samples at least
+                               this far apart on average, N growing to 4 N for
+                               faster calls (mask_control.c, "Spacing") */
   int start_paused;         /* COLLPROF_START_PAUSED (default 0): recording off
                                until the application calls collprof_resume() */
   int trace_on;             /* COLLPROF_TRACE (default 1) */

@@ -15,23 +15,24 @@
  *     alias with loops: in a loop of 2 collectives with N = 16 only the
  *     first would ever be sampled.  The pseudo-random position keeps the
  *     rate at exactly 1/N while every path of a loop gets 1/N in expectation.
- *   - Spacing (COLLPROF_GPU_SAMPLE_US = S > 0, default 500): a call with
- *     KernelCh costs NCCL the same few microseconds whatever its size
- *     (its proxy thread reads every channel's timestamps), which on a call
- *     of 10 us is a third of it: one in 16 put 8 B-4 KiB all-reduces 4-8%
- *     above the same calls with collprof paused, on 4 H100s
- *     (test/gpu/ab.sh; 0.2-1.3% with GPU sampling off).  So each thread's
- *     calls fall in blocks of N x 2^j instead, j (0..6) the least for which
- *     a block spans S at the thread's pace: a running mean of the time per
- *     call, measured from one clock read at each block's start (a block
- *     across a time recording was off does not count).  One call per block
- *     is sampled, at a position drawn per block.  Calls more than S/N
- *     apart (a training step's collectives) keep one in N; a tight loop of
- *     10 us calls gets one in 64.  The estimate per size class takes the
- *     mean of its samples, as with N fixed: within a class the rate then
- *     depends on the pace, which could favour slow calls of the same size
- *     (a contended phase); test/gpu/estimate_check.sh measures it.
- *     S = 0: blocks of N exactly, the rule above.
+ *   - Spacing (COLLPROF_GPU_SAMPLE_US = S > 0; default 0, off): a call
+ *     with KernelCh costs NCCL several microseconds at the smallest sizes
+ *     (4 us for an 8 B all-reduce on 4 H100s), which on a call of 10 us is
+ *     a third of it: one in 16 put 8 B-4 KiB all-reduces 4-8% above the
+ *     same calls with collprof paused (test/gpu/ab.sh; 0.2-1.3% with GPU
+ *     sampling off).  With S, each thread's calls fall in blocks of
+ *     N x 2^j, j (0..2) the least for which a block spans S at the
+ *     thread's pace: a running mean of the time per call, measured from
+ *     one clock read at each block's start (a block across a time
+ *     recording was off does not count).  One call per block is sampled,
+ *     at a position drawn per block.  Calls more than S/N apart keep one
+ *     in N; a tight loop of 10 us calls gets one in 4 N.  Off by default
+ *     because the estimate suffers: a size class's mean then weighs its
+ *     calls by their pace, and a block sized in a fast phase runs on into
+ *     a slow one (the test app's sweep, then its contended split phase):
+ *     test/gpu/estimate_check.sh put the app's all-reduce at 0.58 of the
+ *     measured GPU time with S = 500 against 0.76 with S = 0, on one
+ *     4-H100 host (up to 64 N instead of 4 N: 0.47).
  *   - Forcing: when call k was not sampled, call k+1 is not a periodic
  *     sample, and k's path has no GPU sample yet (cp_path_gpu_seen == 0),
  *     call k+1 is sampled as well — at most once per path, ever (a bitmap of
@@ -205,7 +206,7 @@ static int periodic(uint64_t k) {
 
 /* Spacing (header): is call k1 of thread t the sample of its block?  A
  * block begins when the last one has been used up, sized from the pace. */
-#define GS_MAX_LG 6
+#define GS_MAX_LG 2
 static int periodic_spaced(cp_thr *t, uint64_t k1) {
   if (t->gs_i >= t->gs_blk) {
     const uint64_t now = cp_clock_now();

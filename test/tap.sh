@@ -48,9 +48,8 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 # src/host_sample.h) would time one in 64, and the tests compare traces
 # and times with every callback.  host_sample.t tests the sampling itself.
 export COLLPROF_HOST_SAMPLE=${COLLPROF_HOST_SAMPLE:-1}
-# Likewise GPU sampling exactly one call in N (COLLPROF_GPU_SAMPLE_US=0):
-# the default spaces a thread's samples about 500 us apart, which at a
-# replay's pace would sample one call in up to 64 N, while the tests hold
-# the sampled calls to the rule's exact list (gpu_sampling.t); the spacing
-# itself is test_mask_control's.
-export COLLPROF_GPU_SAMPLE_US=${COLLPROF_GPU_SAMPLE_US:-0}
+# GPU sampling exactly one call in N (COLLPROF_GPU_SAMPLE_US=0, the
+# default), also where the environment asks for spacing: the tests hold
+# the sampled calls to the rule's exact list (gpu_sampling.t), and spacing
+# at a replay's pace would sample far fewer; test_mask_control tests it.
+export COLLPROF_GPU_SAMPLE_US=0

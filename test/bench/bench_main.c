@@ -167,7 +167,6 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
     setenv("NCCL_PROFILE_EVENT_MASK", "4095", 1);
     setenv("COLLPROF_GPU_SAMPLE", "1", 1);
     setenv("COLLPROF_HOST_SAMPLE", "1", 1);   /* every call timed unless the row says */
-    setenv("COLLPROF_GPU_SAMPLE_US", "0", 1); /* GPU sampling: exactly 1 in N, at any pace */
     setenv("COLLPROF_QUIET", "1", 1);
     setenv("COLLPROF_OUTPUT_DIR", dir, 1);
     unsetenv("COLLPROF_PERIODS");

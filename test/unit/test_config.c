@@ -69,7 +69,7 @@ int main(void) {
   ok(c->host_sample_us == 100, "default: auto keeps timed calls 100 us apart (COLLPROF_HOST_SAMPLE_US)");
   ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
   ok(c->start_paused == 0, "default: recording on from the start (COLLPROF_START_PAUSED=0)");
-  ok(c->gpu_sample_us == 500, "default: GPU samples of a thread spaced 500 us (COLLPROF_GPU_SAMPLE_US)");
+  ok(c->gpu_sample_us == 0, "default: GPU sampling exactly one call in N (COLLPROF_GPU_SAMPLE_US=0)");
   ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 16384,
      "default sizes");
   ok(c->trace_nice == 10, "default: the trace writer runs at nice 10");
@@ -143,10 +143,10 @@ int main(void) {
   ok(!w[0] && c->start_paused == 1, "COLLPROF_START_PAUSED=yes taken");
   free(w);
   bad_value("COLLPROF_START_PAUSED", "later", "0");
-  w = reload_with("COLLPROF_GPU_SAMPLE_US", "0");
-  ok(!w[0] && c->gpu_sample_us == 0, "COLLPROF_GPU_SAMPLE_US=0 (exactly one in N) taken");
+  w = reload_with("COLLPROF_GPU_SAMPLE_US", "500");
+  ok(!w[0] && c->gpu_sample_us == 500, "COLLPROF_GPU_SAMPLE_US=500 (samples spaced in time) taken");
   free(w);
-  bad_value("COLLPROF_GPU_SAMPLE_US", "often", "500");
+  bad_value("COLLPROF_GPU_SAMPLE_US", "often", "0");
   ok(c->start_paused == 0, "bad COLLPROF_START_PAUSED falls back to 0");
   bad_value("COLLPROF_HOST_SAMPLE_US", "soon", "100");
   ok(c->host_sample_us == 100, "bad COLLPROF_HOST_SAMPLE_US falls back to 100");
