@@ -2,12 +2,15 @@
 # periods.t — profiling windows end to end: a real capture replayed at its
 # own pace (collprof-replay --timed, the replay's mask emulation sending
 # what NCCL sends for the mask it reads) under COLLPROF_PERIODS, alone and
-# under mpirun.  The ar_nvlink capture makes one call at 0.02 s and 75 at
-# 3.0-3.2 s after its first init; with COLLPROF_PERIODS=1:30 the first
-# falls before the window: it must leave no count, no path and no trace
-# record (NCCL was asked for its GroupApi alone, which collprof ignores),
-# the other 75 must be counted exactly as without periods, and the rank
-# record, summary.log and summary.json must say which window was profiled.
+# under mpirun.  The bundled ag4_net capture (4 ranks) makes one call 0.04 s
+# after its first init and 34 more from 0.11 s; the test moves every
+# callback from the second call on 2 s later, so that with
+# COLLPROF_PERIODS=1:30 the first call falls well before the window and the
+# others well inside it, however slowly a loaded machine replays.  The
+# first must leave no count, no path and no trace record (NCCL was asked for
+# its GroupApi alone, which collprof ignores), the other 34 must be counted
+# exactly as without periods, and the rank record, summary.log and
+# summary.json must say which window was profiled.
 . "$(dirname "$0")/tap.sh"
 REPLAY=$BIN/collprof-replay
 PLUGIN=$LIB/libcollprof.so
@@ -20,8 +23,24 @@ export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 unset NCCL_PROFILER_PLUGIN COLLPROF_PERIODS COLLPROF_TRACE COLLPROF_POOL_SIZE COLLPROF_START_PAUSED \
   NCCL_PROFILE_EVENT_MASK COLLPROF_GPU_SAMPLE
 export COLLPROF_QUIET=1
-CAP=$FIX/ar_nvlink/p0.jsonl
-[ -e "$CAP" ] || skip_all "no $CAP"
+[ -e "$FIX/ag4_net/p1.jsonl" ] || skip_all "no $FIX/ag4_net"
+# shift2 FILE OUT: every callback from the second GroupApi start on, 2 s later
+shift2() { python3 - "$1" "$2" <<'EOF'
+import json, sys
+out = open(sys.argv[2], "w")
+seen = 0
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    if o.get("cb") == "start" and o.get("type") == 256:
+        seen += 1
+    if seen >= 2:
+        o["t"] += 2000000000
+    out.write(json.dumps(o) + "\n")
+EOF
+}
+shift2 "$FIX/ag4_net/p0.jsonl" "$T/p0.jsonl"
+shift2 "$FIX/ag4_net/p1.jsonl" "$T/p1.jsonl"
+CAP=$T/p0.jsonl
 
 # jq-free JSON reads: the GroupApi and Coll calls of a summary.json, its
 # path strings, and config.windows
@@ -50,10 +69,10 @@ is "$?" 0 "a timed replay without periods, collated"
 replay win COLLPROF_PERIODS=1:30
 is "$?" 0 "the same with COLLPROF_PERIODS=1:30"
 GA=GroupApi
-CO="GroupApi/CollApi:AllReduce/Coll:AllReduce"
+CO="GroupApi/CollApi:AllGather/Coll:AllGather"
 n_all=$(sj "$T/all/summary.json" calls "$GA")
-is "$n_all" 76 "without periods: 76 calls"
-is "$(sj "$T/win/summary.json" calls "$GA")" 75 "periods: the call before the window is not counted (75 of 76)"
+is "$n_all" 35 "without periods: 35 calls"
+is "$(sj "$T/win/summary.json" calls "$GA")" 34 "periods: the call before the window is not counted (34 of 35)"
 is "$(sj "$T/win/summary.json" calls "$CO")" "$(( $(sj "$T/all/summary.json" calls "$CO") - 1 ))" \
   "periods: nor its Coll"
 sj "$T/all/summary.json" paths >"$T/all.paths"
@@ -88,10 +107,10 @@ is "$(sj "$T/paused/summary.json" windows)" "none yet" "...and the summary says 
 if [ -e "$MPILIB" ] && command -v mpirun >/dev/null; then
   COLLPROF_OUTPUT_DIR=$T/mpi COLLPROF_PERIODS=1:30 timeout 120 "${MPIRUN[@]}" -np 2 -x COLLPROF_OUTPUT_DIR \
     -x COLLPROF_PERIODS -x COLLPROF_QUIET -x COLLPROF_HOST_SAMPLE -x LD_PRELOAD="$MPILIB" \
-    "$REPLAY" --timed "$FIX"/ar_nvlink/p0.jsonl "$FIX"/ar_nvlink/p1.jsonl >"$T/mpi.out" 2>&1
+    "$REPLAY" --timed "$T/p0.jsonl" "$T/p1.jsonl" >"$T/mpi.out" 2>&1
   is "$?" 0 "mpirun -np 2, periods 1:30: runs"
   ok "MPI summary.log gives rank 0's window" grep -Eq '^  Profiled windows \[s\]: +1\.000-' "$T/mpi/summary.log"
-  is "$(sj "$T/mpi/summary.json" calls "$GA")" 150 "MPI: 75 calls per rank counted, the early ones not"
+  is "$(sj "$T/mpi/summary.json" calls "$GA")" 68 "MPI: 34 calls per rank counted, the early ones not"
 else
   skip "no mpirun or MPI layer"; skip "no mpirun"; skip "no mpirun"
 fi
