@@ -16,8 +16,8 @@
 # event type on every call (NCCL_PROFILE_EVENT_MASK=4095
 # COLLPROF_GPU_SAMPLE=1); "collprof-gs0" (COLLPROF_GPU_SAMPLE=0: paused
 # means NCCL sends nothing at all) shows what the one GroupApi per call
-# that a pause keeps costs; "collprof-gsus0" (COLLPROF_GPU_SAMPLE_US=0)
-# samples exactly one call in N at any pace, as before the spacing.  ITERS (default 100) calls per block, OPS
+# that a pause keeps costs; "collprof-spaced" (COLLPROF_GPU_SAMPLE_US=500)
+# spaces GPU samples in time (src/mask_control.c, "Spacing").  ITERS (default 100) calls per block, OPS
 # (default allreduce), MAX (default 64M).  Outputs stay in $RUN_OUT.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -42,7 +42,7 @@ config_env() {
     collprof) echo "" ;;
     collprof-all) echo "-x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1" ;;
     collprof-gs0) echo "-x COLLPROF_GPU_SAMPLE=0" ;;
-    collprof-gsus0) echo "-x COLLPROF_GPU_SAMPLE_US=0" ;;
+    collprof-spaced) echo "-x COLLPROF_GPU_SAMPLE_US=500" ;;
     collprof-notrace) echo "-x COLLPROF_TRACE=0" ;;
     *) echo "ab.sh: unknown configuration $1" >&2; return 2 ;;
   esac

@@ -49,9 +49,8 @@
 #                     (src/plugin.c, "Host sampling")
 #   collprof-hs1      collprof defaults with every API call timed and traced
 #                     (COLLPROF_HOST_SAMPLE=1)
-#   collprof-gsus0    collprof defaults with COLLPROF_GPU_SAMPLE_US=0: GPU
-#                     sampling exactly one call in 16 at any pace (src/
-#                     mask_control.c, "Spacing")
+#   collprof-spaced   collprof defaults with COLLPROF_GPU_SAMPLE_US=500: GPU
+#                     samples spaced in time (src/mask_control.c, "Spacing")
 #   collprof-auto     collprof defaults with COLLPROF_HOST_SAMPLE=auto: N from
 #                     each thread's call rate (src/host_sample.h)
 #   collprof-nolaunch collprof defaults with COLLPROF_LAUNCH_SAMPLE=0: no
@@ -129,7 +128,7 @@ config_env() {
     noop-default) echo "-x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4031" ;;
     collprof-hs16) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_HOST_SAMPLE=16" ;;
     collprof-hs1) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_HOST_SAMPLE=1" ;;
-    collprof-gsus0) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_GPU_SAMPLE_US=0" ;;
+    collprof-spaced) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_GPU_SAMPLE_US=500" ;;
     collprof-auto) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_HOST_SAMPLE=auto" ;;
     collprof-nolaunch) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=0" ;;
     collprof-lt-first) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=1000000000" ;;
