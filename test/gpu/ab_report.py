@@ -47,8 +47,11 @@ def main():
         sys.exit(__doc__)
     d = sys.argv[1]
     label = sys.argv[2] if len(sys.argv) > 2 else d
-    with open(d + "/ab.json") as f:
-        ab = json.load(f)
+    try:
+        with open(d + "/ab.json") as f:
+            ab = json.load(f)
+    except OSError:
+        sys.exit("ab_report.py: no %s/ab.json (did the ab phase run, with collprof preloaded?)" % d)
     print("# %s: collprof recording (on) against paused (off), %d ranks, %d rounds of %d calls per side"
           % (label, ab["nranks"], ab["rounds"], ab["calls"]))
     ops = []

@@ -1,0 +1,41 @@
+#!/bin/bash
+# ab_report.t — the report of test/gpu/ab.sh (test/gpu/ab_report.py), on
+# CPU: an ab.json made up with known block times must come out with the
+# ratios, sign counts, p values, bus bandwidth ratio and goal line its
+# numbers imply, so that a GPU run's verdicts can be trusted.
+. "$(dirname "$0")/tap.sh"
+command -v python3 >/dev/null || skip_all "no python3"
+REP=$TOP/test/gpu/ab_report.py
+like() { if [[ $1 =~ $2 ]]; then _tap_report 0 "$3"; else _tap_report 1 "$3"; echo "#   got: '$1'"; fi; }
+
+# 8 rounds: at 8 B "on" is 5% slower in every round; at 1 KiB 2% slower in
+# 6 rounds of 8 and 1% faster in 2; at 1 MiB equal to 0.01% (4 rounds each
+# way).  busbw factor 1: mean bus bandwidth = mean of bytes / time.
+mkdir -p "$T/ab"
+python3 - "$T/ab/ab.json" <<'PY'
+import json, sys
+off = [10.0, 10.2, 9.9, 10.1, 10.0, 10.3, 9.8, 10.0]
+res = [
+    {"op": "allreduce", "bytes": 8, "busbw_factor": 1.0, "off_us": off, "on_us": [x * 1.05 for x in off]},
+    {"op": "allreduce", "bytes": 1024, "busbw_factor": 1.0, "off_us": off,
+     "on_us": [x * (1.02 if i < 6 else 0.99) for i, x in enumerate(off)]},
+    {"op": "allreduce", "bytes": 1 << 20, "busbw_factor": 1.0, "off_us": off,
+     "on_us": [x * (1.0001 if i % 2 else 0.9999) for i, x in enumerate(off)]},
+]
+json.dump({"nranks": 2, "calls": 100, "rounds": 8, "settle": 2, "results": res}, open(sys.argv[1], "w"))
+PY
+out=$(python3 "$REP" "$T/ab" test)
+is "$?" 0 "ab_report.py runs"
+like "$(grep -E '^ +8B ' <<<"$out")" '^ +8B +10\.(5[0-9]) +10\.00 +1\.0500 +8/8 +0\.008 ' \
+  "8 B: median paired ratio 1.0500, slower in 8 of 8, sign test p = 0.008"
+like "$(grep -E '^ +1K ' <<<"$out")" ' 1\.0200 +6/8 +0\.289 ' "1 KiB: median ratio 1.0200, 6 of 8, p = 0.289"
+like "$(grep -E '^ +1M ' <<<"$out")" ' 1\.0000 +4/8 +1\.000 ' "1 MiB: ratio 1.0000, 4 of 8, p = 1"
+like "$(grep -E '^ +8B ' <<<"$out")" ' 5\.1%$' "the paused blocks' spread: max/min - 1 = 10.3/9.8 - 1"
+like "$(grep 'sizes more than 3%' <<<"$out")" '1 of 3 \(8B\); of those with p < 0.05: 1 \(8B\)' \
+  "sizes over 3%: 8 B only, and significant"
+like "$(grep 'goal check' <<<"$out")" 'mean busbw 1\.0000 of paused within 1%; 1 of 3 sizes > 3% slower \(1 with' \
+  "goal line: mean bus bandwidth as nccl-tests averages it (the largest size dominates), then the sizes"
+python3 "$REP" "$T/none" >"$T/none.out" 2>&1
+rc=$?
+like "$rc $(cat "$T/none.out")" '^1 ab_report.py: no .*/ab.json' "no ab.json: one clear line, exit 1"
+done_testing
