@@ -180,7 +180,7 @@ static int g_win_open;                /* the latest window has not ended */
 static atomic_int g_win_used;         /* periods or a pause: the text lists windows */
 static atomic_int g_inited;           /* init_once ran: g_t0 and the mask values are set */
 static pthread_mutex_t g_text_lock = PTHREAD_MUTEX_INITIALIZER;
-static char g_text[WIN_CAP * 32 + 128];
+static char g_text[CP_WINDOWS_TEXT];
 
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -608,7 +608,8 @@ HIDDEN const char *cp_mask_windows(void) {
     long n = g_nwin;
     int closed = !g_win_open;
     size_t len = 0;
-    for (long i = 0; i < n && i < WIN_CAP; i++) {
+    long shown = 0;
+    for (long i = 0; i < n && i < WIN_CAP; i++, shown++) {
       char one[48];
       int open = (i == n - 1 && !closed);
       if (open)
@@ -617,12 +618,12 @@ HIDDEN const char *cp_mask_windows(void) {
         snprintf(one, sizeof one, "%s%.3f-%.3f", i ? " " : "", g_win_start[i] / 1e9,
                  g_win_end[i] / 1e9);
       size_t l = strlen(one);
-      if (len + l + 1 >= sizeof g_text) break;
+      if (len + l + sizeof " (+9999999999 more)" > sizeof g_text) break;   /* room for the tail */
       memcpy(g_text + len, one, l + 1);
       len += l;
     }
-    if (n > WIN_CAP)
-      snprintf(g_text + len, sizeof g_text - len, " (+%ld more)", n - WIN_CAP);
+    if (n > shown)
+      snprintf(g_text + len, sizeof g_text - len, " (+%ld more)", n - shown);
     else if (n == 0)
       snprintf(g_text, sizeof g_text, "none yet");
   }

@@ -91,6 +91,9 @@ uint64_t cp_mask_sampled_calls(void);
  * after the first init, "0.050-0.100 0.150-0.200", an open one "12.000-open"
  * ("" when profiling was never off: no COLLPROF_PERIODS, never paused). */
 const char *cp_mask_windows(void);
+/* Its longest length, NUL included: the windows that do not fit (or
+ * beyond the 64 remembered) end it as " (+K more)". */
+#define CP_WINDOWS_TEXT 1024
 
 /* collprof_pause (paused 1) and collprof_resume (0), from any thread at
  * any time, before the first init too (mask_control.c, "Pause"): returns

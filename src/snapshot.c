@@ -142,6 +142,7 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   out->trace_on = cfg->trace_on;
   out->nccl_version = cp_core_nccl_version();
   snprintf(out->periods, sizeof out->periods, "%s", cfg->periods);
+  _Static_assert(sizeof out->windows >= CP_WINDOWS_TEXT, "the windows text fits the snapshot whole");
   snprintf(out->windows, sizeof out->windows, "%s", cp_mask_windows());
   out->per_event_cost_ns = cp_core_event_cost();
 

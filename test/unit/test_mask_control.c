@@ -456,12 +456,16 @@ static void sc_window_close(void) {
  * under a sanitizer) with S = 2 ms: after the first block of N, blocks
  * grow to 4 N, so 8192 calls get about 8192/64 samples instead of 512.
  * Slow calls (1 ms apart, S = 0.5 ms) keep one in N exactly. */
-static void sc_spaced(void) {
+/* N = 16, COLLPROF_GPU_SAMPLE_US = us, ncalls calls on path 7. */
+static void spaced_setup(uint32_t us, size_t ncalls) {
   config(DEFAULT_MASK, 16, "");
-  g_cfg.gpu_sample_us = 2000;
+  g_cfg.gpu_sample_us = us;
   cp_mask_attach(&g_mask);
+  for (size_t k = 0; k < ncalls; k++) g_paths[k] = 7;
+}
+static void sc_spaced(void) {
   enum { FAST = 8192 };
-  for (size_t k = 0; k < FAST; k++) g_paths[k] = 7;
+  spaced_setup(2000, FAST);
   unsigned char *got = calloc(FAST, 1);
   uint64_t c = drive(g_paths, FAST, always, got);
   check(c >= FAST / 64 - 8 && c <= FAST / 32 + 8,   /* 2 N where a sanitizer slows calls past 60 us */
@@ -470,11 +474,8 @@ static void sc_spaced(void) {
   free(got);
 }
 static void sc_spaced_slow(void) {
-  config(DEFAULT_MASK, 16, "");
-  g_cfg.gpu_sample_us = 500;
-  cp_mask_attach(&g_mask);
   enum { SLOW = 97 };
-  for (size_t k = 0; k < SLOW; k++) g_paths[k] = 7;
+  spaced_setup(500, SLOW);
   g_seen[7] = 1;
   unsigned char got[SLOW];
   uint64_t c = 0;
@@ -624,6 +625,25 @@ static void sc_pause_frozen_kc(void) {
   cp_mask_set_paused(0);
   check(MASK() == before && !OFF_FLAG(), "frozen, KernelCh on: resume, recording on");
 }
+/* 100 pauses: the text stays whole within CP_WINDOWS_TEXT, the windows
+ * that do not fit counted at its end. */
+static void sc_pause_many(void) {
+  config(DEFAULT_MASK, 16, "");
+  cp_mask_attach(&g_mask);
+  for (int k = 0; k < 100; k++) {
+    cp_mask_set_paused(1);
+    cp_mask_set_paused(0);
+  }
+  const char *w = cp_mask_windows();
+  long more = 0;
+  const char *m = strstr(w, " (+");
+  int whole = m && sscanf(m, " (+%ld more)", &more) == 1 && m[strlen(m) - 1] == ')';
+  int shown = 0;
+  for (const char *p = w; p < (m ? m : w + strlen(w)); p++) shown += *p == '-';
+  check(strlen(w) < CP_WINDOWS_TEXT && whole && shown + more == 101,
+        "101 windows: %d shown whole, %ld counted as more, %zu bytes", shown, more, strlen(w));
+}
+
 /* Periods and pause together: on only inside a window and not paused. */
 static void sc_pause_periods(void) {
   config(DEFAULT_MASK, 4, "0:0.3:1");
@@ -827,6 +847,7 @@ int main(void) {
   run(sc_pause_frozen, 0);
   run(sc_pause_frozen_kc, 0);
   run(sc_pause_periods, 0);
+  run(sc_pause_many, 0);
   printf("1..%d\n", g_n);
   return g_fail != 0;
 }
