@@ -224,6 +224,16 @@ static void load(cp_config *c) {
   v = 0;
   get_num("COLLPROF_GPU_SAMPLE_US", 0, 1000000000ull, &v);
   c->gpu_sample_us = (uint32_t)v;
+  v = 4;
+  get_num("COLLPROF_GPU_SAMPLE_SMALL", 1, 1024, &v);
+  c->gpu_sample_small = (uint32_t)v;
+  v = 65536;
+  get_num("COLLPROF_GPU_SAMPLE_SMALL_BYTES", 0, 1ull << 40, &v);
+  /* up to a power of two: a size class (2^(k-1) to 2^k bytes, the GPU
+   * estimate's unit) is then all small or all not, so its sampled calls
+   * stand for its calls alike (mask_control.c, "Small calls") */
+  while (v & (v - 1)) v += v & -v;
+  c->gpu_sample_small_bytes = v;
 
   c->trace_on = 1;
   get_bool("COLLPROF_TRACE", &c->trace_on);

@@ -33,6 +33,25 @@
  *     test/gpu/estimate_check.sh put the app's all-reduce at 0.58 of the
  *     measured GPU time with S = 500 against 0.76 with S = 0, on one
  *     4-H100 host (up to 64 N instead of 4 N: 0.47).
+ *   - Small calls (COLLPROF_GPU_SAMPLE_SMALL = M, default 4, and
+ *     COLLPROF_GPU_SAMPLE_SMALL_BYTES = B, default 64 KiB): KernelCh's cost
+ *     to NCCL is about fixed per call (4 us for an 8 B all-reduce on 4
+ *     H100s: 12.8 us a call with it, 8.8 without), so one in N costs a
+ *     call of 10 us 3% and one of 100 us 0.3%.  So with M > 1 a thread's
+ *     decisions fall in two streams, each in blocks with one periodic
+ *     sample as above: those made at a call of fewer than B bytes (its
+ *     CollApi/P2pApi count x datatype size; 0 bytes does not count as
+ *     small) in blocks of M x N, the others in blocks of N, each stream
+ *     numbering its own decisions (the other stream's, and so the whole,
+ *     stays what it would be alone: with no small call at all, exactly
+ *     the rule above).  The decision is for the next call, so it takes
+ *     the next call to be like this one, as in a loop; in a loop that
+ *     alternates small and large calls the two rates trade places, which
+ *     costs the small calls what one in N would and no more.  B is a power
+ *     of two (config.c rounds it up), so a size class of the GPU estimate
+ *     (gpu_estimate.h) is all small or all not, and within a class every
+ *     call is sampled at one rate: its mean still stands for its calls.
+ *     Spacing (below) replaces both streams.
  *   - Forcing: when call k was not sampled, call k+1 is not a periodic
  *     sample, and k's path has no GPU sample yet (cp_path_gpu_seen == 0),
  *     call k+1 is sampled as well — at most once per path, ever (a bitmap of
@@ -138,6 +157,8 @@ static uint32_t g_base;               /* base mask (config), KernelCh stripped *
 static int g_off;                     /* the user's mask is 0: never profile */
 static uint32_t g_n;                  /* gpu_sample */
 static uint64_t g_space_ns;           /* gpu_sample_us in ns: spaced blocks (header), 0 = blocks of N */
+static uint32_t g_small_m;            /* gpu_sample_small: small calls' blocks are M x N (header) */
+static uint64_t g_small_bytes;        /* ...below this many bytes; 0: no call is small */
 static atomic_int g_next_kc;          /* decision for the next API call */
 static atomic_int g_next_first;       /* ...and it is a first-call sample (header) */
 static atomic_int g_in_window = 1;    /* 0 outside a profiling window */
@@ -195,13 +216,27 @@ static uint64_t splitmix64(uint64_t x) {
   return z ^ (z >> 31);
 }
 
-/* Is call k a periodic sample? */
-static int periodic(uint64_t k) {
-  if (g_n == 0) return 0;
-  if (g_n == 1) return 1;
-  uint64_t b = k / g_n;
-  uint64_t pos = b == 0 ? 0 : splitmix64(b) % g_n;
-  return k % g_n == pos;
+static int periodic_spaced(cp_thr *t, uint64_t k1);
+
+/* Is decision k of a stream in blocks of n a periodic sample? */
+static int periodic_n(uint64_t k, uint64_t n) {
+  if (n == 0) return 0;
+  if (n == 1) return 1;
+  uint64_t b = k / n;
+  uint64_t pos = b == 0 ? 0 : splitmix64(b) % n;
+  return k % n == pos;
+}
+
+/* Is call k a periodic sample (one stream, blocks of N)? */
+static int periodic(uint64_t k) { return periodic_n(k, g_n); }
+
+/* The periodic decision for the call after call k of thread t, a call of
+ * `bytes` (header: spacing, small calls, or one stream). */
+static int periodic_next(cp_thr *t, uint64_t k, uint64_t bytes) {
+  if (g_space_ns) return periodic_spaced(t, k + 1);
+  if (g_small_m <= 1) return periodic(k + 1);
+  if (bytes && bytes < g_small_bytes) return periodic_n(++t->gs_small_k, (uint64_t)g_n * g_small_m);
+  return periodic_n(++t->gs_large_k, g_n);
 }
 
 /* Spacing (header): is call k1 of thread t the sample of its block?  A
@@ -377,6 +412,8 @@ static void init_once(void) {
   g_base = c->event_mask & ~KC & NCCL_PROFILE_ALL_EVENTS;
   g_n = c->gpu_sample > 0 ? (uint32_t)c->gpu_sample : 0;
   g_space_ns = (uint64_t)c->gpu_sample_us * 1000u;
+  g_small_m = c->gpu_sample_small_bytes ? c->gpu_sample_small : 1;
+  g_small_bytes = c->gpu_sample_small_bytes;
   g_off = (c->event_mask & NCCL_PROFILE_ALL_EVENTS) == 0;
   /* A mask of KernelCh alone cannot be sampled: an unsampled call would
    * read 0, send no callback, and nothing would turn KernelCh back on. */
@@ -433,7 +470,7 @@ HIDDEN uint32_t cp_mask_attach(int *eActivationMask) {
   return v;
 }
 
-HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
+HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes) {
   /* Counted per thread (tls.h): this hook runs at every API call, and a
    * shared counter would be a locked read-modify-write on a cache line all
    * calling threads write.  k numbers this thread's calls; the rate stays
@@ -446,7 +483,7 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled) {
   if (atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
   /* Decided here, published at the group stop (header: never inside a
    * group). */
-  int next = g_space_ns ? periodic_spaced(t, k + 1) : periodic(k + 1), first = 0;
+  int next = periodic_next(t, k, bytes), first = 0;
   if (!next && !sampled && path < FORCE_CAP && force_budget(k + 1) &&
       !cp_path_gpu_seen(path)) {
     uint64_t bit = 1ull << (path % 64);

@@ -27,9 +27,10 @@ uint32_t cp_mask_attach(int *eActivationMask);
  * no API events: Coll/P2p).  `path` is the event's local path id, `sampled`
  * whether KernelCh was on when this call's mask was read (the caller
  * cannot know for sure; pass the value cp_mask_kernelch_on() had at the
- * preceding GroupApi start, or for v4 at this start). Decides the mask for
- * the next API call. */
-void cp_mask_on_api_call(uint32_t path, int sampled);
+ * preceding GroupApi start, or for v4 at this start), `bytes` the call's
+ * count x datatype size (0: unknown; mask_control.c, "Small calls").
+ * Decides the mask for the next API call. */
+void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes);
 
 /* Around every GroupApi event (v5; NCCL starts one per outermost group, an
  * ungrouped call being a group of one).  The stop that closes the last open

@@ -86,6 +86,10 @@ static void build(void) {
   p = jf_i64(p, c->gpu_sample);
   p = JF_LIT(p, ",\"gpuSampleUs\":");
   p = jf_u64(p, c->gpu_sample_us);
+  p = JF_LIT(p, ",\"gpuSampleSmall\":");
+  p = jf_u64(p, c->gpu_sample_small);
+  p = JF_LIT(p, ",\"gpuSampleSmallBytes\":");
+  p = jf_u64(p, c->gpu_sample_small_bytes);
   p = JF_LIT(p, ",\"periods\":");
   p = jf_str(p, c->periods, 768);
   p = JF_LIT(p, ",\"trace\":");

@@ -675,6 +675,15 @@ static inline uint32_t kc_hold(const ncclProfilerEventDescr_v5_t *d, uint32_t ty
   return n ? n : 1;
 }
 
+/* An API call's count x datatype size, for the GPU sampling rule's small
+ * calls (mask_control.c); its path's own bytes stay 0, as before (the
+ * Coll/P2p below it carries them). */
+static inline uint64_t api_bytes(cp_thr *t, const ncclProfilerEventDescr_v5_t *d, uint32_t type) {
+  const char *dt = type == ncclProfileCollApi ? d->collApi.datatype : d->p2pApi.datatype;
+  const size_t n = type == ncclProfileCollApi ? d->collApi.count : d->p2pApi.count;
+  return (uint64_t)n * cp_datatype_size(cp_str_intern_t(t, dt));
+}
+
 /* After a recorded start, outside the pool lock: the capture line, the
  * mask control's hooks (GroupApi opens a call, CollApi/P2pApi names it)
  * and the launch timer's (launch_timer.h: a KernelLaunch may be timed, the
@@ -694,7 +703,7 @@ static inline __attribute__((always_inline)) void start_hooks(cp_thr *t, const n
   } else if (type == ncclProfileCollApi || type == ncclProfileP2pApi) {
     if (UNLIKELY(type == ncclProfileCollApi ? d->collApi.graphCaptured : d->p2pApi.graphCaptured))
       cp_mask_on_graph_capture();
-    cp_mask_on_api_call(path, t->sampled);
+    cp_mask_on_api_call(path, t->sampled, api_bytes(t, d, type));
   }
 }
 
@@ -927,7 +936,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   cp_inc(&t->events, 1);
   if (pxn) cp_inc(&t->events_pxn, 1);
   start_hooks(t, d, type, path, handle, ctxv, bytes, comm ? comm->index : 0);
-  if (v4 && (type == ncclProfileColl || type == ncclProfileP2p)) cp_mask_on_api_call(path, kc_call);
+  if (v4 && (type == ncclProfileColl || type == ncclProfileP2p)) cp_mask_on_api_call(path, kc_call, bytes);
   return NCCL_OK;
 }
 

@@ -98,6 +98,9 @@ typedef struct cp_thr {
    * mean time per call */
   uint32_t gs_blk, gs_pos, gs_i, gs_epoch;
   uint64_t gs_t0, gs_pace;
+  /* ...and with small calls sampled less (COLLPROF_GPU_SAMPLE_SMALL): the
+   * decisions made so far at small calls and at the others */
+  uint64_t gs_small_k, gs_large_k;
   /* Coll/P2p GPU spans dropped by the slot-reuse check (plugin.c) */
   uint64_t gpu_dropped;
   /* kc_batch.h: this thread's KernelCh under one parent in another

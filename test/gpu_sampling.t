@@ -63,16 +63,24 @@ for sc in ar_nvlink sendrecv ar_grouped mixed; do
   cap=$FIX/$sc/p0.jsonl
   [ "$sc" != mixed ] || cap=$mixed
   [ -s "$cap" ] || { skip "$sc: no capture"; continue; }
-  for n in 1 4 16 0; do
-    out=$T/$sc.$n
-    env -u NCCL_PROFILE_EVENT_MASK COLLPROF_GPU_SAMPLE=$n COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 \
+  # n: COLLPROF_GPU_SAMPLE, then small calls' factor and bytes ("-": the
+  # defaults, 4 below 64 KiB); "4 1" is one in N for every call, "2 2 512"
+  # puts the small/other boundary inside every capture's sweep
+  for v in "1" "4" "16" "0" "4 1" "2 2 512"; do
+    read -r n m b <<<"$v"
+    out=$T/$sc.${v// /_}
+    small=(); [ -z "$m" ] || small+=(COLLPROF_GPU_SAMPLE_SMALL=$m); [ -z "$b" ] || small+=(COLLPROF_GPU_SAMPLE_SMALL_BYTES=$b)
+    env -u NCCL_PROFILE_EVENT_MASK -u COLLPROF_GPU_SAMPLE_SMALL -u COLLPROF_GPU_SAMPLE_SMALL_BYTES \
+      "${small[@]}" COLLPROF_GPU_SAMPLE=$n COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 \
       COLLPROF_TRACE=0 "$REPLAY" --no-mpi --plugin "$PLUGIN" "$cap" >"$T/log" 2>&1
     got=$(plugin_view "$out" 2>&1)
-    w1=$(python3 "$TOP/test/gpu_sampling_oracle.py" "$cap" "$n" start)
-    w2=$(python3 "$TOP/test/gpu_sampling_oracle.py" "$cap" "$n" stop)
+    w1=$(env -u COLLPROF_GPU_SAMPLE_SMALL -u COLLPROF_GPU_SAMPLE_SMALL_BYTES "${small[@]}" \
+      python3 "$TOP/test/gpu_sampling_oracle.py" "$cap" "$n" start)
+    w2=$(env -u COLLPROF_GPU_SAMPLE_SMALL -u COLLPROF_GPU_SAMPLE_SMALL_BYTES "${small[@]}" \
+      python3 "$TOP/test/gpu_sampling_oracle.py" "$cap" "$n" stop)
     if [ "$got" == "$w2" ] && [ "$w1" != "$w2" ]; then want=$w2; else want=$w1; fi
-    is "$got" "$want" "$sc, COLLPROF_GPU_SAMPLE=$n: sampled calls, skipped, paths with samples, first-call samples, calls and samples per size class"
-    if [ "$n" = 4 ] || [ "$n" = 16 ]; then   # each rank's size-class estimate follows the rule
+    is "$got" "$want" "$sc, COLLPROF_GPU_SAMPLE=$n${m:+, SMALL=$m}${b:+, SMALL_BYTES=$b}: sampled calls, skipped, paths with samples, first-call samples, calls and samples per size class"
+    if [ "$v" = 4 ] || [ "$v" = 16 ]; then   # each rank's size-class estimate follows the rule
       est=$(python3 "$TOP/test/gpu_estimate_oracle.py" "$out" 2>&1)
       [[ "$est" =~ ^ok\ [1-9][0-9]*\ paths$ ]] || est="not: $est"
       [ "${est%% *}" = ok ] || diag "$est"
@@ -85,7 +93,7 @@ done
 # do not cover), and summary.log's GPU time table shows the same paths and
 # numbers.
 COLLATE=$BIN/collprof-collate
-for c in mixed.16 ar_nvlink.4; do
+for c in mixed.16 ar_nvlink.4 sendrecv.2_2_512; do
   if [ ! -x "$COLLATE" ] || [ ! -d "$T/$c" ]; then skip "$c: no collprof-collate or no run"; continue; fi
   "$COLLATE" -q "$T/$c" >"$T/collate.log" 2>&1
   res=$(python3 - "$T/$c/summary.json" "$T/$c/summary.log" <<'PY'

@@ -10,11 +10,20 @@ the mask that NCCL reads at a GroupApi start applies to the whole group
 (the replay tool's emulation); call 0 is sampled when N >= 1; in the hook of
 call k the next call's KernelCh is decided: N = 0 never, N = 1 always, else
 k+1 is a periodic sample iff (k+1) % N == p(b), b = (k+1) // N, p(0) = 0,
-p(b) = splitmix64(b) % N; or forced when call k was not sampled, k+1 is not
+p(b) = splitmix64(b) % N (small calls, below: two streams); or forced when call k was not sampled, k+1 is not
 periodic, k's path has no GPU sample yet, the path never forced before and
 forced samples so far are < 64 or < (k+1)/N.  A path has a GPU sample once a
 KernelCh of one of its calls arrived (at the KernelCh start, or with the
 third argument "stop", at its stop).
+
+Small calls (environment COLLPROF_GPU_SAMPLE_SMALL = M, default 4, and
+COLLPROF_GPU_SAMPLE_SMALL_BYTES = B, default 65536, rounded up to a power of
+two; M = 1 or B = 0: one stream as above): the periodic decision in the
+hook of call k is taken in one of two streams, by call k's own bytes (its
+count x datatype size): small (0 < bytes < B) decisions are numbered
+j = 1, 2, ... among themselves and periodic in blocks of M x N, the others
+likewise among themselves in blocks of N (with no small call, j = k + 1:
+the rule above).
 
 The decision reaches NCCL only at the stop of the outermost GroupApi, and
 for N >= 2 only one sample is in flight: a Coll/P2p of a sampled call makes
@@ -37,6 +46,7 @@ its count x datatype size in [2^(k-1), 2^k) bytes, smallest 2^(k-1) (0
 bytes: 0).
 """
 import json
+import os
 import sys
 
 M64 = (1 << 64) - 1
@@ -65,9 +75,21 @@ DTSIZE = {"ncclInt8": 1, "ncclChar": 1, "ncclUint8": 1, "ncclInt32": 4, "ncclInt
           "ncclFloat8e4m3": 1, "ncclFloat8e5m2": 1}
 
 
+def nbytes(r):
+    return int(r.get("count", 0)) * DTSIZE.get(r.get("datatype"), 0)
+
+
 def size_class(r):
-    b = int(r.get("count", 0)) * DTSIZE.get(r.get("datatype"), 0)
+    b = nbytes(r)
     return 0 if b == 0 else 1 << (b.bit_length() - 1)
+
+
+def small_rule():
+    m = int(os.environ.get("COLLPROF_GPU_SAMPLE_SMALL") or 4)
+    b = int(os.environ.get("COLLPROF_GPU_SAMPLE_SMALL_BYTES") or 65536)
+    if b & (b - 1):
+        b = 1 << b.bit_length()
+    return (m, b) if m > 1 and b else (1, 0)
 
 
 def main():
@@ -89,6 +111,8 @@ def main():
     op_ctx = {}
     bad = set()               # Coll/P2p handles whose sample is dropped
     k = 0
+    small_m, small_b = small_rule()
+    streams = {True: 0, False: 0}   # decisions so far: small, the others
     sampled_calls = 0
     forced = set()
     nforced = 0
@@ -121,7 +145,12 @@ def main():
                 s = group_kc
                 sampled_calls += 1 if s else 0
                 if n >= 2:
-                    nxt = periodic(k + 1, n)
+                    if small_m > 1:
+                        small = 0 < nbytes(r) < small_b
+                        streams[small] += 1
+                        nxt = periodic(streams[small], n * small_m if small else n)
+                    else:
+                        nxt = periodic(k + 1, n)
                     first = False
                     if (not nxt and not s and p not in seen and p not in forced and
                             (nforced < 64 or nforced * n < k + 1)):

@@ -17,7 +17,8 @@
 # COLLPROF_GPU_SAMPLE=1); "collprof-gs0" (COLLPROF_GPU_SAMPLE=0: paused
 # means NCCL sends nothing at all) shows what the one GroupApi per call
 # that a pause keeps costs; "collprof-spaced" (COLLPROF_GPU_SAMPLE_US=500)
-# spaces GPU samples in time (src/mask_control.c, "Spacing").  ITERS (default 100) calls per block, OPS
+# spaces GPU samples in time (src/mask_control.c, "Spacing"); "collprof-small1"
+# (COLLPROF_GPU_SAMPLE_SMALL=1) samples small calls one in N like the rest.  ITERS (default 100) calls per block, OPS
 # (default allreduce), MAX (default 64M).  Outputs stay in $RUN_OUT.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,6 +45,7 @@ config_env() {
     collprof-gs0) echo "-x COLLPROF_GPU_SAMPLE=0" ;;
     collprof-spaced) echo "-x COLLPROF_GPU_SAMPLE_US=500" ;;
     collprof-notrace) echo "-x COLLPROF_TRACE=0" ;;
+    collprof-small1) echo "-x COLLPROF_GPU_SAMPLE_SMALL=1" ;;
     *) echo "ab.sh: unknown configuration $1" >&2; return 2 ;;
   esac
 }

@@ -11,8 +11,10 @@
 # (sweep, split, graph) with the trace off; then estimate_check.py prints,
 # per Coll path, the measured GPU time per call against the estimate with
 # and without the outlier clause.  Runs stay in $RUN_OUT (n1.K, nN.K).
-# GPU_SAMPLE_US sets COLLPROF_GPU_SAMPLE_US (default 500: samples spaced in
-# time; 0: exactly one call in N), to compare the spacing's estimate.
+# GPU_SAMPLE_US sets COLLPROF_GPU_SAMPLE_US (unset: collprof's default, 0,
+# one call in N), to compare the spacing's estimate; GPU_SAMPLE_SMALL sets
+# COLLPROF_GPU_SAMPLE_SMALL (unset: the default, calls under 64 KiB one in
+# 4 N; 1: every call one in N), to compare the small calls' rate.
 # A report, not a check: runs of this app differ by up to 3x (its split
 # phase), so only the distributions say anything.  Each run takes about
 # 6 s on H200 (4 ranks).
@@ -40,6 +42,7 @@ one() {   # SAMPLE REP
   timeout 120 $MPIRUN $MPI_BIND -np "$NP" -x NCCL_NVLS_ENABLE=0 -x LD_PRELOAD="$MPILIB" \
     -x NCCL_PROFILER_PLUGIN="$PLUGIN" -x COLLPROF_OUTPUT_DIR="$d/prof" -x COLLPROF_QUIET=1 \
     -x COLLPROF_TRACE=0 -x COLLPROF_GPU_SAMPLE="$1" ${GPU_SAMPLE_US:+-x COLLPROF_GPU_SAMPLE_US=$GPU_SAMPLE_US} \
+    ${GPU_SAMPLE_SMALL:+-x COLLPROF_GPU_SAMPLE_SMALL=$GPU_SAMPLE_SMALL} \
     "$APP" --out "$d/app" --phases all --iters 20 --warmup 5 >"$d/app.log" 2>&1
   local rc=$?
   echo "run N=$1 #$2: rc $rc"

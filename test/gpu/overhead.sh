@@ -51,6 +51,9 @@
 #                     (COLLPROF_HOST_SAMPLE=1)
 #   collprof-spaced   collprof defaults with COLLPROF_GPU_SAMPLE_US=500: GPU
 #                     samples spaced in time (src/mask_control.c, "Spacing")
+#   collprof-small1   collprof defaults with COLLPROF_GPU_SAMPLE_SMALL=1: calls
+#                     under 64 KiB GPU-sampled one in N like the rest, not
+#                     one in 4 N (src/mask_control.c, "Small calls")
 #   collprof-auto     collprof defaults with COLLPROF_HOST_SAMPLE=auto: N from
 #                     each thread's call rate (src/host_sample.h)
 #   collprof-nolaunch collprof defaults with COLLPROF_LAUNCH_SAMPLE=0: no
@@ -129,6 +132,7 @@ config_env() {
     collprof-hs16) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_HOST_SAMPLE=16" ;;
     collprof-hs1) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_HOST_SAMPLE=1" ;;
     collprof-spaced) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_GPU_SAMPLE_US=500" ;;
+    collprof-small1) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_GPU_SAMPLE_SMALL=1" ;;
     collprof-auto) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_HOST_SAMPLE=auto" ;;
     collprof-nolaunch) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=0" ;;
     collprof-lt-first) echo "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN -x COLLPROF_LAUNCH_SAMPLE=1000000000" ;;

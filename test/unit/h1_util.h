@@ -24,6 +24,10 @@ static inline void h1_env(const char *pool_size) {
   setenv("COLLPROF_TRACE", "0", 0);
   setenv("COLLPROF_QUIET", "1", 0);
   setenv("NCCL_PROFILE_EVENT_MASK", "4095", 0);
+  /* h1's calls are 32 bytes: one GPU sampling rate for all of them, as the
+   * tests written against one in N expect (test_mask_control tests the
+   * small calls' rate) */
+  setenv("COLLPROF_GPU_SAMPLE_SMALL", "1", 0);
   if (pool_size) setenv("COLLPROF_POOL_SIZE", pool_size, 1);
 }
 

@@ -19,7 +19,8 @@ static const char *vars[] = {"NCCL_PROFILE_EVENT_MASK", "COLLPROF_GPU_SAMPLE", "
                              "COLLPROF_LAUNCH_SAMPLE", "COLLPROF_LAUNCH_INTERVAL_US",
                              "COLLPROF_LAUNCH_RUN", "COLLPROF_LAUNCH_RUN_GAP_US", "COLLPROF_TRACE_NICE",
                              "COLLPROF_HOST_SAMPLE", "COLLPROF_HOST_SAMPLE_US", "COLLPROF_START_PAUSED",
-                             "COLLPROF_GPU_SAMPLE_US"};
+                             "COLLPROF_GPU_SAMPLE_US", "COLLPROF_GPU_SAMPLE_SMALL",
+                             "COLLPROF_GPU_SAMPLE_SMALL_BYTES"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -70,6 +71,8 @@ int main(void) {
   ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
   ok(c->start_paused == 0, "default: recording on from the start (COLLPROF_START_PAUSED=0)");
   ok(c->gpu_sample_us == 0, "default: GPU sampling exactly one call in N (COLLPROF_GPU_SAMPLE_US=0)");
+  ok(c->gpu_sample_small == 4 && c->gpu_sample_small_bytes == 65536,
+     "default: calls under 64 KiB sampled one in 4 N (COLLPROF_GPU_SAMPLE_SMALL=4, _BYTES=65536)");
   ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 16384,
      "default sizes");
   ok(c->trace_nice == 10, "default: the trace writer runs at nice 10");
@@ -147,6 +150,22 @@ int main(void) {
   ok(!w[0] && c->gpu_sample_us == 500, "COLLPROF_GPU_SAMPLE_US=500 (samples spaced in time) taken");
   free(w);
   bad_value("COLLPROF_GPU_SAMPLE_US", "often", "0");
+  w = reload_with("COLLPROF_GPU_SAMPLE_SMALL", "1");
+  ok(!w[0] && c->gpu_sample_small == 1, "COLLPROF_GPU_SAMPLE_SMALL=1 (one in N for every call) taken");
+  free(w);
+  bad_value("COLLPROF_GPU_SAMPLE_SMALL", "0", "4");
+  bad_value("COLLPROF_GPU_SAMPLE_SMALL", "5000", "4");
+  w = reload_with("COLLPROF_GPU_SAMPLE_SMALL_BYTES", "50000");
+  ok(!w[0] && c->gpu_sample_small_bytes == 65536, "COLLPROF_GPU_SAMPLE_SMALL_BYTES=50000: 65536 (%llu), "
+     "a power of two", (unsigned long long)c->gpu_sample_small_bytes);
+  free(w);
+  w = reload_with("COLLPROF_GPU_SAMPLE_SMALL_BYTES", "4096");
+  ok(!w[0] && c->gpu_sample_small_bytes == 4096, "COLLPROF_GPU_SAMPLE_SMALL_BYTES=4096 taken as it is");
+  free(w);
+  w = reload_with("COLLPROF_GPU_SAMPLE_SMALL_BYTES", "0");
+  ok(!w[0] && c->gpu_sample_small_bytes == 0, "COLLPROF_GPU_SAMPLE_SMALL_BYTES=0: no call is small");
+  free(w);
+  bad_value("COLLPROF_GPU_SAMPLE_SMALL_BYTES", "big", "65536");
   ok(c->start_paused == 0, "bad COLLPROF_START_PAUSED falls back to 0");
   bad_value("COLLPROF_HOST_SAMPLE_US", "soon", "100");
   ok(c->host_sample_us == 100, "bad COLLPROF_HOST_SAMPLE_US falls back to 100");

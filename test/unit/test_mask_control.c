@@ -80,21 +80,32 @@ static int o_periodic(uint64_t k, int n) {
   uint64_t pos = blk ? o_mix(blk) % (uint64_t)n : 0;
   return k % (uint64_t)n == pos;
 }
-/* sampled[k] for the call sequence `paths`; a sampled call's path becomes
- * seen iff arrives(path).  Returns the number of sampled calls. */
-static uint64_t oracle(const uint32_t *paths, size_t ncalls, int n,
+/* sampled[k] for the call sequence `paths` (call k of bytes[k]; bytes NULL:
+ * 0 each); a sampled call's path becomes seen iff arrives(path).  Small
+ * calls (0 < bytes < b, with m > 1): the periodic decision taken at a call
+ * is numbered within its stream (small calls', or the others'), from 1,
+ * and is periodic in blocks of m x n or n.  Returns the number of sampled
+ * calls. */
+static uint64_t oracle(const uint32_t *paths, const uint64_t *bytes, size_t ncalls, int n, int m, uint64_t b,
                        int (*arrives)(uint32_t), unsigned char *sampled) {
   static unsigned char seen[1 << 17], forced[1 << 17];
   memset(seen, 0, sizeof seen);
   memset(forced, 0, sizeof forced);
-  uint64_t count = 0, nforced = 0;
+  uint64_t count = 0, nforced = 0, stream[2] = {0, 0};
   int s = n >= 1;
   for (size_t k = 0; k < ncalls; k++) {
     uint32_t p = paths[k];
     sampled[k] = (unsigned char)s;
     count += (uint64_t)s;
     if (s && arrives(p)) seen[p] = 1;
-    int next = o_periodic(k + 1, n);
+    int next;
+    if (m > 1) {
+      const uint64_t by = bytes ? bytes[k] : 0;
+      const int small = by > 0 && by < b;
+      next = o_periodic(++stream[small], small ? n * m : n);
+    } else {
+      next = o_periodic(k + 1, n);
+    }
     if (n >= 2 && !next && !s && !seen[p] && !forced[p] && p < 65536 &&
         (nforced < 64 || nforced * (uint64_t)n < k + 1)) {
       forced[p] = 1;
@@ -110,8 +121,8 @@ static uint64_t oracle(const uint32_t *paths, size_t ncalls, int n,
 static int g_mask;
 /* NCCL's read of the mask; the period timer writes it from its thread. */
 #define MASK() __atomic_load_n(&g_mask, __ATOMIC_RELAXED)
-static uint64_t drive(const uint32_t *paths, size_t ncalls, int (*arrives)(uint32_t),
-                      unsigned char *sampled) {
+static uint64_t drive_sized(const uint32_t *paths, const uint64_t *bytes, size_t ncalls,
+                            int (*arrives)(uint32_t), unsigned char *sampled) {
   uint64_t count = 0;
   for (size_t k = 0; k < ncalls; k++) {
     int s = (__atomic_load_n(&g_mask, __ATOMIC_RELAXED) & KC) != 0; /* NCCL reads */
@@ -119,20 +130,24 @@ static uint64_t drive(const uint32_t *paths, size_t ncalls, int (*arrives)(uint3
     count += (uint64_t)s;
     if (s && arrives(paths[k])) g_seen[paths[k]] = 1;               /* KernelCh came */
     cp_mask_on_group_start(1);                                      /* ungrouped call: */
-    cp_mask_on_api_call(paths[k], s);                               /* a group of one */
+    cp_mask_on_api_call(paths[k], s, bytes ? bytes[k] : 0);         /* a group of one */
     cp_mask_on_group_stop();
   }
   return count;
 }
+static uint64_t drive(const uint32_t *paths, size_t ncalls, int (*arrives)(uint32_t), unsigned char *sampled) {
+  return drive_sized(paths, NULL, ncalls, arrives, sampled);
+}
 static int always(uint32_t p) { (void)p; return 1; }
 static int never(uint32_t p) { (void)p; return 0; }
 
-/* Compare module and oracle on one sequence. */
-static void compare(const char *what, const uint32_t *paths, size_t ncalls, int n,
-                    int (*arrives)(uint32_t)) {
+/* Compare module and oracle on one sequence (the module configured with
+ * small calls m, b as the oracle is told). */
+static void compare_sized(const char *what, const uint32_t *paths, const uint64_t *bytes, size_t ncalls, int n,
+                          int m, uint64_t b, int (*arrives)(uint32_t)) {
   unsigned char *got = calloc(ncalls, 1), *want = calloc(ncalls, 1);
-  uint64_t cg = drive(paths, ncalls, arrives, got);
-  uint64_t cw = oracle(paths, ncalls, n, arrives, want);
+  uint64_t cg = drive_sized(paths, bytes, ncalls, arrives, got);
+  uint64_t cw = oracle(paths, bytes, ncalls, n, m, b, arrives, want);
   size_t first_diff = ncalls;
   for (size_t k = 0; k < ncalls; k++)
     if (got[k] != want[k]) { first_diff = k; break; }
@@ -144,6 +159,9 @@ static void compare(const char *what, const uint32_t *paths, size_t ncalls, int 
         (unsigned long long)cp_mask_sampled_calls());
   free(got);
   free(want);
+}
+static void compare(const char *what, const uint32_t *paths, size_t ncalls, int n, int (*arrives)(uint32_t)) {
+  compare_sized(what, paths, NULL, ncalls, n, 1, 0, arrives);
 }
 
 /* ---- scenarios (each in its own process) ---- */
@@ -270,7 +288,7 @@ static void sc_periods(void) {
         "periods: cp_mask_windows() = \"%s\"", w);
   /* During a window, API calls sample as usual; outside, hooks keep it 0. */
   cp_mask_on_group_start(1);
-  cp_mask_on_api_call(1, 0);
+  cp_mask_on_api_call(1, 0, 0);
   cp_mask_on_group_stop();
   check(MASK() == OFF, "periods: a late call outside a window leaves the mask off");
   cp_mask_shutdown();
@@ -324,7 +342,7 @@ static void sc_kernelch_only(void) {
   cp_mask_attach(&g_mask);
   for (int k = 0; k < 100; k++) {
     cp_mask_on_group_start(1);
-    cp_mask_on_api_call(1, cp_mask_kernelch_on());
+    cp_mask_on_api_call(1, cp_mask_kernelch_on(), 0);
     cp_mask_on_group_stop();
   }
   check(MASK() == KC && cp_mask_sampled_calls() == 100,
@@ -333,7 +351,7 @@ static void sc_kernelch_only(void) {
 static void sc_full_every(void) {
   config(4095, 1, "");
   check(cp_mask_attach(&g_mask) == 4095, "mask 4095, N=1: mask 4095");
-  for (int k = 0; k < 100; k++) cp_mask_on_api_call(1, 1);
+  for (int k = 0; k < 100; k++) cp_mask_on_api_call(1, 1, 0);
   check(MASK() == 4095 && cp_mask_kernelch_on(), "mask 4095, N=1: stays 4095");
   config(4095, 0, "");
 }
@@ -354,7 +372,7 @@ static void sc_group_hold(void) {
   cp_mask_on_group_start(1);
   cp_mask_on_group_start(1);            /* a nested (second) open group */
   for (uint32_t k = 0; k < 40; k++) {
-    cp_mask_on_api_call(200 + k, (before & KC) != 0);
+    cp_mask_on_api_call(200 + k, (before & KC) != 0, 0);
     if (MASK() != before) changed = 1;
   }
   cp_mask_on_group_stop();
@@ -371,7 +389,7 @@ static void sc_group_hold(void) {
     groups_on += (m & KC) != 0;
     cp_mask_on_group_start(1);
     for (int c = 0; c < 3; c++) {
-      cp_mask_on_api_call(7, (m & KC) != 0);
+      cp_mask_on_api_call(7, (m & KC) != 0, 0);
       if (MASK() != m) bad = 1;
     }
     cp_mask_on_group_stop();
@@ -388,19 +406,19 @@ static void sc_second_thread(void) {
   cp_mask_attach(&g_mask);
   for (int k = 0; k < 10; k++) {
     cp_mask_on_group_start(11);
-    cp_mask_on_api_call(1, (MASK() & KC) != 0);
+    cp_mask_on_api_call(1, (MASK() & KC) != 0, 0);
     cp_mask_on_group_stop();
   }
   check(!cp_mask_frozen() && g_warnings == 0, "one thread: not frozen, no warning");
   cp_mask_on_group_start(12);
   int m = MASK();
   check(cp_mask_frozen() && g_warnings == 1, "a second thread's group freezes the mask, one warning");
-  cp_mask_on_api_call(1, 0);
+  cp_mask_on_api_call(1, 0, 0);
   cp_mask_on_group_stop();
   int same = 1;
   for (int k = 0; k < 100; k++) {
     cp_mask_on_group_start(11 + k % 2);
-    cp_mask_on_api_call(2 + (uint32_t)k, (MASK() & KC) != 0);
+    cp_mask_on_api_call(2 + (uint32_t)k, (MASK() & KC) != 0, 0);
     cp_mask_on_group_stop();
     if (MASK() != m) same = 0;
   }
@@ -416,7 +434,7 @@ static void sc_v4(int n) {
   int want_kc = n == 1;
   check(((v & KC) != 0) == want_kc && (v & ~(uint32_t)KC) == DEFAULT_MASK,
         "v4, N=%d: KernelCh %s (mask 0x%x)", n, want_kc ? "on" : "off", v);
-  for (int k = 0; k < 100; k++) cp_mask_on_api_call(1 + (uint32_t)k, (MASK() & KC) != 0);
+  for (int k = 0; k < 100; k++) cp_mask_on_api_call(1 + (uint32_t)k, (MASK() & KC) != 0, 0);
   check((uint32_t)MASK() == v, "v4, N=%d: 100 calls leave the mask as it is", n);
   check(g_warnings == (n >= 2), "v4, N=%d: %d warning(s)", n, g_warnings);
 }
@@ -434,7 +452,7 @@ static void sc_window_close(void) {
   check((uint32_t)MASK() == DEFAULT_MASK, "window open: base mask, KernelCh not yet (0x%x)",
         (unsigned)MASK());
   cp_mask_on_group_start(1);
-  cp_mask_on_api_call(1, 0);
+  cp_mask_on_api_call(1, 0, 0);
   cp_mask_on_group_stop();
   check((uint32_t)MASK() == (DEFAULT_MASK | KC), "N=1: KernelCh at the first group stop (0x%x)",
         (unsigned)MASK());
@@ -445,7 +463,7 @@ static void sc_window_close(void) {
   }
   check((uint32_t)MASK() == (DEFAULT_MASK | KC),
         "window ended inside a group: mask unchanged (0x%x)", (unsigned)MASK());
-  cp_mask_on_api_call(1, 1);
+  cp_mask_on_api_call(1, 1, 0);
   cp_mask_on_group_stop();
   check(MASK() == OFF, "...and off (GroupApi alone) at that group's stop (0x%x)", (unsigned)MASK());
   cp_mask_shutdown();
@@ -489,10 +507,63 @@ static void sc_spaced_slow(void) {
         (unsigned long long)c, SLOW);
 }
 
+/* ---- small calls (COLLPROF_GPU_SAMPLE_SMALL) ---- */
+/* N = 16, M = 4, B = 64 KiB; CALLS calls on path 5, call k of sizes(k)
+ * bytes.  Checks module against oracle, and the rates small and other
+ * calls got. */
+static uint64_t g_bytes[CALLS];
+static void small_case(const char *what, uint64_t (*sizes)(size_t), double want_small, double want_large) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_small = 4;
+  g_cfg.gpu_sample_small_bytes = 65536;
+  cp_mask_attach(&g_mask);
+  for (size_t k = 0; k < CALLS; k++) { g_paths[k] = 5; g_bytes[k] = sizes(k); }
+  g_seen[5] = 1;   /* no forcing: the periodic rule alone */
+  compare_sized(what, g_paths, g_bytes, CALLS, 16, 4, 65536, always);
+  /* the rates, from a second identical run of the oracle */
+  unsigned char *s = calloc(CALLS, 1);
+  oracle(g_paths, g_bytes, CALLS, 16, 4, 65536, always, s);
+  uint64_t n[2] = {0, 0}, got[2] = {0, 0};
+  for (size_t k = 1; k < CALLS; k++) {   /* call 0: sampled at attach */
+    const int small = g_bytes[k] > 0 && g_bytes[k] < 65536;
+    n[small]++;
+    got[small] += s[k];
+  }
+  const double r[2] = {n[0] ? (double)got[0] / (double)n[0] : 0, n[1] ? (double)got[1] / (double)n[1] : 0};
+  check(fabs(r[1] - want_small) <= 0.2 * want_small + 1e-12,
+        "%s: small calls sampled at %.4f (want %.4f: %llu of %llu)", what, r[1], want_small,
+        (unsigned long long)got[1], (unsigned long long)n[1]);
+  check(fabs(r[0] - want_large) <= 0.2 * want_large + 1e-12,
+        "%s: other calls sampled at %.4f (want %.4f: %llu of %llu)", what, r[0], want_large,
+        (unsigned long long)got[0], (unsigned long long)n[0]);
+  free(s);
+}
+static uint64_t all_8b(size_t k) { (void)k; return 8; }
+static uint64_t all_1m(size_t k) { (void)k; return 1u << 20; }
+static uint64_t all_0b(size_t k) { (void)k; return 0; }
+/* an nccl-tests sweep: 8 B to 4 MiB, 50 calls each, over and over */
+static uint64_t sweep(size_t k) { return 8ull << (k / 50 % 20); }
+/* just under and at the boundary, alternating in runs of 100 */
+static uint64_t edge(size_t k) { return k / 100 % 2 ? 65536 : 65535; }
+static void sc_small_8b(void) { small_case("small calls, all 8 B", all_8b, 1.0 / 64, 0); }
+static void sc_small_1m(void) {
+  /* with no small call, the rule of one stream: the same calls as N=16 alone */
+  small_case("small calls, all 1 MiB", all_1m, 0, 1.0 / 16);
+  unsigned char *a = calloc(CALLS, 1), *b = calloc(CALLS, 1);
+  oracle(g_paths, g_bytes, CALLS, 16, 4, 65536, always, a);
+  oracle(g_paths, NULL, CALLS, 16, 1, 0, always, b);
+  check(memcmp(a, b, CALLS) == 0, "small calls, all 1 MiB: the calls one in N samples, exactly");
+  free(a);
+  free(b);
+}
+static void sc_small_0b(void) { small_case("small calls, 0 bytes count as not small", all_0b, 0, 1.0 / 16); }
+static void sc_small_sweep(void) { small_case("small calls, a sweep 8 B-4 MiB", sweep, 1.0 / 64, 1.0 / 16); }
+static void sc_small_edge(void) { small_case("small calls, 64 KiB - 1 and 64 KiB", edge, 1.0 / 64, 1.0 / 16); }
+
 /* ---- pause (collprof_pause / collprof_resume through cp_mask_set_paused) ---- */
 static void one_group(void) {
   cp_mask_on_group_start(1);
-  cp_mask_on_api_call(1, (MASK() & KC) != 0);
+  cp_mask_on_api_call(1, (MASK() & KC) != 0, 0);
   cp_mask_on_group_stop();
 }
 static void nap_ms(int ms) {
@@ -517,7 +588,7 @@ static void sc_pause_basic(void) {
         "pause: returns 0 (was not paused), paused, callbacks told");
   check((uint32_t)MASK() == (DEFAULT_MASK | KC), "pause inside a group with KernelCh on: mask kept (0x%x)",
         (unsigned)MASK());
-  cp_mask_on_api_call(1, 1);
+  cp_mask_on_api_call(1, 1, 0);
   cp_mask_on_group_stop();
   check(MASK() == OFF, "...GroupApi alone at the group's stop (0x%x)", (unsigned)MASK());
   check(cp_mask_set_paused(1) == 1 && MASK() == OFF, "pause twice: returns 1, nothing changes");
@@ -679,7 +750,7 @@ static uint64_t g_k;
 static int one_call(uint32_t path) {
   int s = (MASK() & KC) != 0;          /* NCCL reads the mask */
   cp_mask_on_group_start(1);
-  cp_mask_on_api_call(path, s);
+  cp_mask_on_api_call(path, s, 0);
   cp_mask_on_group_stop();
   g_k++;
   return s;
@@ -691,7 +762,7 @@ static void sc_in_flight(void) {
   cp_mask_attach(&g_mask);
   check((MASK() & KC) != 0, "in flight: the first call is sampled");
   cp_mask_on_group_start(1);
-  cp_mask_on_api_call(1, 1);
+  cp_mask_on_api_call(1, 1, 0);
   uint32_t ep = cp_mask_kc_expect(2);  /* its Coll: 2 channels */
   cp_mask_on_group_stop();
   g_k = 1;
@@ -718,7 +789,7 @@ static void sc_in_flight(void) {
     int s = (MASK() & KC) != 0;
     if (s != want) follows = 0;
     cp_mask_on_group_start(1);
-    cp_mask_on_api_call(1, s);
+    cp_mask_on_api_call(1, s, 0);
     if (s) cp_mask_kc_done(cp_mask_kc_expect(1));   /* its KernelCh stops at once */
     cp_mask_on_group_stop();
     g_k++;
@@ -731,7 +802,7 @@ static void sc_in_flight(void) {
   for (int k = 0; k < 4 * n && !ep2; k++) {
     int s = (MASK() & KC) != 0;
     cp_mask_on_group_start(1);
-    cp_mask_on_api_call(1, s);
+    cp_mask_on_api_call(1, s, 0);
     if (s) ep2 = cp_mask_kc_expect(1);
     cp_mask_on_group_stop();
     g_k++;
@@ -753,7 +824,7 @@ static void sc_in_flight(void) {
   for (int k = 0; k < 100 && !ep3; k++) {
     int s = (MASK() & KC) != 0;
     cp_mask_on_group_start(1);
-    cp_mask_on_api_call(1, s);
+    cp_mask_on_api_call(1, s, 0);
     if (s) ep3 = cp_mask_kc_expect(1);
     cp_mask_on_group_stop();
   }
@@ -838,6 +909,11 @@ int main(void) {
   run(sc_in_flight, 0);
   run(sc_spaced, 0);
   run(sc_spaced_slow, 0);
+  run(sc_small_8b, 0);
+  run(sc_small_1m, 0);
+  run(sc_small_0b, 0);
+  run(sc_small_sweep, 0);
+  run(sc_small_edge, 0);
   run(sc_pause_basic, 0);
   run(sc_pause_kc_off, 0);
   run(sc_pause_n0, 0);
