@@ -18,7 +18,10 @@
 # means NCCL sends nothing at all) shows what the one GroupApi per call
 # that a pause keeps costs; "collprof-spaced" (COLLPROF_GPU_SAMPLE_US=500)
 # spaces GPU samples in time (src/mask_control.c, "Spacing"); "collprof-small1"
-# (COLLPROF_GPU_SAMPLE_SMALL=1) samples small calls one in N like the rest.  ITERS (default 100) calls per block, OPS
+# (COLLPROF_GPU_SAMPLE_SMALL=1) samples small calls one in N like the rest;
+# where the rest goes: "collprof-count" (GPU sampling off, every call only
+# counted: COLLPROF_HOST_SAMPLE=0) and "collprof-api" (GPU sampling off,
+# NCCL asked for GroupApi, CollApi and P2pApi alone: mask 1792).  ITERS (default 100) calls per block, OPS
 # (default allreduce), MAX (default 64M).  Outputs stay in $RUN_OUT.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,6 +49,8 @@ config_env() {
     collprof-spaced) echo "-x COLLPROF_GPU_SAMPLE_US=500" ;;
     collprof-notrace) echo "-x COLLPROF_TRACE=0" ;;
     collprof-small1) echo "-x COLLPROF_GPU_SAMPLE_SMALL=1" ;;
+    collprof-count) echo "-x COLLPROF_GPU_SAMPLE=0 -x COLLPROF_HOST_SAMPLE=0" ;;
+    collprof-api) echo "-x COLLPROF_GPU_SAMPLE=0 -x NCCL_PROFILE_EVENT_MASK=1792" ;;
     *) echo "ab.sh: unknown configuration $1" >&2; return 2 ;;
   esac
 }
