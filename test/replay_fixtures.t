@@ -188,8 +188,27 @@ if [ -e "$NOOP" ]; then
   is "$(summary "$T/load/short.err")" "$(wc -l <"$F1" | tr -d ' ') $starts" "NCCL_PROFILER_PLUGIN=noop: libnccl-profiler-noop.so"
   NCCL_PROFILER_PLUGIN=$NOOP NCCL_PROFILE_EVENT_MASK=0 "$REPLAY" --no-mpi "$F1" 2>"$T/load/mask0.err"
   is "$(summary "$T/load/mask0.err")" "2 0" "mask 0: only init and finalize, no event callback"
+  # its pause, for test/gpu/ab.sh's floor: the mask NCCL reads goes to
+  # GroupApi alone and back, the previous state returned, as collprof's
+  got=$(NCCL_PROFILE_EVENT_MASK=4031 python3 - "$NOOP" <<'PY'
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+INIT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint64, ctypes.POINTER(ctypes.c_int),
+                        ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
+class V5(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("init", INIT)]
+v5 = V5.in_dll(lib, "ncclProfiler_v5")
+ctx, mask = ctypes.c_void_p(), ctypes.c_int(0)
+v5.init(ctypes.byref(ctx), 1, ctypes.byref(mask), b"", 1, 2, 0, None)
+out = [mask.value]
+for f in ("collprof_pause", "collprof_pause", "collprof_paused", "collprof_resume"):
+    out += [getattr(lib, f)(), mask.value]
+print(" ".join(map(str, out)))
+PY
+)
+  is "$got" "4031 0 256 1 256 1 256 1 4031" "do-nothing plugin's collprof_pause/resume: mask 4031, paused 256, resumed 4031"
 else
-  skip "no $NOOP"; skip "no $NOOP"; skip "no $NOOP"
+  skip "no $NOOP"; skip "no $NOOP"; skip "no $NOOP"; skip "no $NOOP"
 fi
 
 # Capture mode: what collprof writes with COLLPROF_CAPTURE=1 is a capture in

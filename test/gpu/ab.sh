@@ -21,7 +21,13 @@
 # (COLLPROF_GPU_SAMPLE_SMALL=1) samples small calls one in N like the rest;
 # where the rest goes: "collprof-count" (GPU sampling off, every call only
 # counted: COLLPROF_HOST_SAMPLE=0) and "collprof-api" (GPU sampling off,
-# NCCL asked for GroupApi, CollApi and P2pApi alone: mask 1792).  ITERS (default 100) calls per block, OPS
+# NCCL asked for GroupApi, CollApi and P2pApi alone: mask 1792);
+# "collprof-mMASK": GPU sampling off, NCCL_PROFILE_EVENT_MASK=MASK.
+# The floor, measured the same way: "noop-default", "noop-all", "noop-api"
+# and "noop-mMASK" run the do-nothing plugin (test/noop, preloaded, whose
+# collprof_pause sets the mask to GroupApi alone, as collprof's does) with
+# mask 4031 (collprof's default mask), 4095, 1792 or MASK; the MPI layer
+# is not loaded then, and no summary is written.  ITERS (default 100) calls per block, OPS
 # (default allreduce), MAX (default 64M).  Outputs stay in $RUN_OUT.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,14 +40,27 @@ OPS=${OPS:-allreduce}
 APP=$B/bin/collprof-gpu-app
 PLUGIN=$B/lib/libcollprof.so
 MPILIB=$B/lib/libcollprof-mpi.so
+NOOP=$B/lib/libnccl-profiler-noop.so
 RUN_OUT=${RUN_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/collprof-ab.XXXXXX")}
 MPIRUN=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
 MPIRUN="$MPIRUN ${MPI_BIND---bind-to none}"   # as overhead.sh: NCCL's proxy thread on a core of its own
 export NCCL_NVLS_ENABLE=0
-for f in "$APP" "$PLUGIN" "$MPILIB"; do
+for f in "$APP" "$PLUGIN" "$MPILIB" "$NOOP"; do
   [ -e "$f" ] || { echo "ab.sh: missing $f"; exit 1; }
 done
 config_env() {
+  local m
+  case $1 in
+    noop-default) m=4031 ;;
+    noop-all) m=4095 ;;
+    noop-api) m=1792 ;;
+    noop-m[0-9]*) m=${1#noop-m} ;;
+  esac
+  if [ -n "${m:-}" ]; then
+    echo "-x LD_PRELOAD=$NOOP -x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=$m"
+    return
+  fi
+  echo -n "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN "
   case $1 in
     collprof) echo "" ;;
     collprof-all) echo "-x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1" ;;
@@ -51,6 +70,7 @@ config_env() {
     collprof-small1) echo "-x COLLPROF_GPU_SAMPLE_SMALL=1" ;;
     collprof-count) echo "-x COLLPROF_GPU_SAMPLE=0 -x COLLPROF_HOST_SAMPLE=0" ;;
     collprof-api) echo "-x COLLPROF_GPU_SAMPLE=0 -x NCCL_PROFILE_EVENT_MASK=1792" ;;
+    collprof-m[0-9]*) echo "-x COLLPROF_GPU_SAMPLE=0 -x NCCL_PROFILE_EVENT_MASK=${1#collprof-m}" ;;
     *) echo "ab.sh: unknown configuration $1" >&2; return 2 ;;
   esac
 }
@@ -60,12 +80,12 @@ for c in ${CONFIGS:-collprof collprof-all}; do
   d=$RUN_OUT/$c
   mkdir -p "$d/app"
   # shellcheck disable=SC2086
-  $MPIRUN -np "$NP" -x NCCL_NVLS_ENABLE=0 -x LD_PRELOAD="$MPILIB" -x NCCL_PROFILER_PLUGIN="$PLUGIN" $envs \
+  $MPIRUN -np "$NP" -x NCCL_NVLS_ENABLE=0 $envs \
     -x COLLPROF_OUTPUT_DIR="$d/prof" -x COLLPROF_QUIET=1 "$APP" --phases ab --ops "$OPS" --max "$MAX" \
     --iters "$ITERS" --warmup 20 --ab-rounds "$ROUNDS" --out "$d/app" >"$d/app.log" 2>&1 ||
     { echo "ab.sh: $c exited $?"; tail -n 5 "$d/app.log"; rc=1; continue; }
   python3 "$TOP/test/gpu/ab_report.py" "$d/app" "$c, $NP ranks" || rc=1
   # the summary must show the windows the pauses left
-  grep -m1 'Profiled windows' "$d/prof/summary.log" | cut -c1-160
+  [[ $c == noop-* ]] || grep -m1 'Profiled windows' "$d/prof/summary.log" | cut -c1-160
 done
 exit $rc

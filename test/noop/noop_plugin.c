@@ -17,6 +17,14 @@
  * else CLOCK_MONOTONIC) once per start and once per stop, NOOP_CLOCK=2 also
  * once per state: a profiler that times every event cannot cost less, so
  * collprof-bench shows these as the floors for "trace off" and "trace on".
+ *
+ * It also exports collprof_pause/collprof_resume/collprof_paused
+ * (include/collprof.h), so that the GPU test application's in-process
+ * A/B (test/gpu/ab.sh, "noop-*") measures the floor as it measures
+ * collprof: paused, the mask NCCL reads is GroupApi alone, as collprof's
+ * is while paused (NOOP_OFF_MASK changes it); resumed, the mask init set.
+ * Found with dlsym(RTLD_DEFAULT) when this library is preloaded; never
+ * load it beside collprof's.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -56,12 +64,36 @@ static int noop_mask_from_env(void) {
   return (int)v;
 }
 
+static _Atomic(int *) noop_mask_ptr;                /* NCCL's process-wide mask int */
+static atomic_int noop_paused;
+
 static void noop_set_ctx(void **context, int *mask) {
   const char *c = getenv("NOOP_CLOCK");
   noop_clock = c ? atoi(c) : 0;
   if (context) *context = (void *)(uintptr_t)(atomic_fetch_add(&noop_next_ctx, 1) << 4);
-  if (mask) __atomic_store_n(mask, noop_mask_from_env(), __ATOMIC_RELAXED);
+  if (mask) {
+    atomic_store(&noop_mask_ptr, mask);
+    __atomic_store_n(mask, noop_mask_from_env(), __ATOMIC_RELAXED);
+    if (atomic_load(&noop_paused)) {   /* a pause before this init: off from the start */
+      const char *o = getenv("NOOP_OFF_MASK");
+      __atomic_store_n(mask, o ? atoi(o) : 256, __ATOMIC_RELAXED);
+    }
+  }
 }
+
+/* Pause and resume, as collprof's (previous state returned). */
+static int noop_switch(int pause) {
+  const int was = atomic_exchange(&noop_paused, pause);
+  int *m = atomic_load(&noop_mask_ptr);
+  if (m) {
+    const char *o = getenv("NOOP_OFF_MASK");
+    __atomic_store_n(m, pause ? (o ? atoi(o) : 256) : noop_mask_from_env(), __ATOMIC_RELAXED);
+  }
+  return was;
+}
+NOOP_EXPORT int collprof_pause(void) { return noop_switch(1); }
+NOOP_EXPORT int collprof_resume(void) { return noop_switch(0); }
+NOOP_EXPORT int collprof_paused(void) { return atomic_load(&noop_paused); }
 
 static ncclResult_t noop_init_v5(void **context, uint64_t commId, int *mask,
                                  const char *commName, int nNodes, int nranks,
