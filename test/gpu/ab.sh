@@ -22,7 +22,8 @@
 # where the rest goes: "collprof-count" (GPU sampling off, every call only
 # counted: COLLPROF_HOST_SAMPLE=0) and "collprof-api" (GPU sampling off,
 # NCCL asked for GroupApi, CollApi and P2pApi alone: mask 1792);
-# "collprof-mMASK": GPU sampling off, NCCL_PROFILE_EVENT_MASK=MASK.
+# "collprof-mMASK": GPU sampling off, NCCL_PROFILE_EVENT_MASK=MASK;
+# "collprof:VAR=V,VAR=V": collprof with those variables set.
 # The floor, measured the same way: "noop-default", "noop-all", "noop-api"
 # and "noop-mMASK" run the do-nothing plugin (test/noop, preloaded, whose
 # collprof_pause sets the mask to GroupApi alone, as collprof's does) with
@@ -71,6 +72,10 @@ config_env() {
     collprof-count) echo "-x COLLPROF_GPU_SAMPLE=0 -x COLLPROF_HOST_SAMPLE=0" ;;
     collprof-api) echo "-x COLLPROF_GPU_SAMPLE=0 -x NCCL_PROFILE_EVENT_MASK=1792" ;;
     collprof-m[0-9]*) echo "-x COLLPROF_GPU_SAMPLE=0 -x NCCL_PROFILE_EVENT_MASK=${1#collprof-m}" ;;
+    collprof:*) local v out=""
+      IFS=, read -r -a vs <<<"${1#collprof:}"
+      for v in "${vs[@]}"; do out+="-x $v "; done
+      echo "$out" ;;
     *) echo "ab.sh: unknown configuration $1" >&2; return 2 ;;
   esac
 }
