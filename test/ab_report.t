@@ -35,6 +35,21 @@ like "$(grep 'sizes more than 3%' <<<"$out")" '1 of 3 \(8B\); of those with p < 
   "sizes over 3%: 8 B only, and significant"
 like "$(grep 'goal check' <<<"$out")" 'mean busbw 1\.0000 of paused within 1%; 1 of 3 sizes > 3% slower \(1 with' \
   "goal line: mean bus bandwidth as nccl-tests averages it (the largest size dominates), then the sizes"
+# Against a floor (the do-nothing plugin's run): "on" 1% slower than
+# "off" at every size there, so 8 B is 1.05 / 1.01 over it, 1 MiB under it.
+mkdir -p "$T/floor"
+python3 - "$T/floor/ab.json" <<'PY'
+import json, sys
+off = [10.0, 10.2, 9.9, 10.1, 10.0, 10.3, 9.8, 10.0]
+res = [{"op": "allreduce", "bytes": b, "busbw_factor": 1.0, "off_us": off, "on_us": [x * 1.01 for x in off]}
+       for b in (8, 1024, 1 << 20)]
+json.dump({"nranks": 2, "calls": 100, "rounds": 8, "settle": 2, "results": res}, open(sys.argv[1], "w"))
+PY
+out=$(python3 "$REP" "$T/ab" test --floor "$T/floor" noop)
+like "$(grep -E '^ +8B ' <<<"$out")" '^ +8B +1\.0500 +1\.0100 +1\.0396$' "against the floor, 8 B: 1.0500 / 1.0100 = 1.0396"
+like "$(grep -E '^ +1M ' <<<"$out")" '^ +1M +1\.0000 +1\.0100 +0\.9901$' "1 MiB: 1.0000 / 1.0100 = 0.9901"
+like "$(grep 'goal check' <<<"$out")" '^# goal check, test vs noop: allreduce: mean busbw 1\.0100 of the floor.s within 1%; 1 sizes > 3% above the floor \(8B\)$' \
+  "goal line against the floor: the bus bandwidth ratios' ratio, the sizes over 3%"
 python3 "$REP" "$T/none" >"$T/none.out" 2>&1
 rc=$?
 like "$rc $(cat "$T/none.out")" '^1 ab_report.py: no .*/ab.json' "no ab.json: one clear line, exit 1"
