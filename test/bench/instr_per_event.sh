@@ -8,6 +8,11 @@
 # dropped (a dropped record costs less than a written one); from that run
 # also the trace writer's instructions per JSON line.
 #   test/bench/instr_per_event.sh [BUILD_DIR]     (needs valgrind)
+#   MASK=4031 GPU_SAMPLE=0 COLLPROF_HOST_SAMPLE=64 test/bench/instr_per_event.sh
+#                 the default mask, GPU sampling off, 63 calls in 64 only
+#                 counted (default: MASK=4095, GPU_SAMPLE=1, every call timed)
+# The plugin's one-off self-cost measurement (selfcost.c, run inside the
+# first callback) is left out of the count.
 set -u
 # every call timed, as the figures quoted from this script were measured
 # (collprof's default, COLLPROF_HOST_SAMPLE=auto, would time 1 in 64 here)
@@ -19,18 +24,22 @@ command -v valgrind >/dev/null || { echo "instr_per_event.sh: valgrind not found
 # output on stdin (the largest count on a "N (P%) file:FUNC" line: the
 # listing names a file with and without its folder, self and inclusive).
 incl() {
-  awk -v fn="$1" '$3 ~ (":" fn "$") {gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0} END {print m + 0}'
+  # (the percentage may be "( 3.99%)", two fields: look at every field)
+  awk -v fn="$1" '{for (i = 2; i <= NF; i++) if ($i ~ (":" fn "$")) {gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0}}
+                  END {print m + 0}'
 }
 loop_ir() {      # PLUGIN ENV... -> "instructions events"
   local d pl=$1; shift
   d=$(mktemp -d)
-  (cd "$d" && env "$@" NCCL_PROFILE_EVENT_MASK=4095 COLLPROF_GPU_SAMPLE=1 COLLPROF_QUIET=1 \
+  (cd "$d" && env "$@" NCCL_PROFILE_EVENT_MASK="${MASK:-4095}" COLLPROF_GPU_SAMPLE="${GPU_SAMPLE:-1}" COLLPROF_QUIET=1 \
      COLLPROF_OUTPUT_DIR="$d/out" valgrind --tool=callgrind --separate-threads=yes \
      --callgrind-out-file="$d/cg.out" "$B/bin/collprof-bench" --child "$pl" 1 $N > "$d/res" 2>/dev/null)
   local ev ir js lines
   ev=$(awk '/^RESULT/{print $2}' "$d/res")
   ir=$(for f in "$d"/cg.out-*; do callgrind_annotate --inclusive=yes "$f" 2>/dev/null |
-       incl one_call; done | sort -n | tail -1)
+       awk -v a="$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null | incl one_call)" \
+           -v b="$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null | incl cp_selfcost_measure)" \
+           'BEGIN{print a - b}'; done | sort -n | tail -1)
   # the trace writer: instructions formatting JSON lines, on whichever thread
   js=$(for f in "$d"/cg.out-*; do callgrind_annotate --inclusive=yes "$f" 2>/dev/null |
        incl cp_trace_json; done |
