@@ -302,8 +302,7 @@ static void cp_run_summary(FILE *f, const cp_summary *s) {
   cp_mask_names(s->event_mask, mask, sizeof mask);
   fprintf(f, "<div class=\"kv wide\"><span>event mask</span><b data-key=\"eventMask\" "
              "data-value=\"%u\">%#x: %s</b></div>\n", s->event_mask, s->event_mask, mask);
-  snprintf(v, sizeof v, "%d", s->gpu_sample);
-  snprintf(b, sizeof b, s->gpu_sample ? "1 API call in %d" : "off", s->gpu_sample);
+  cp_gpu_rule_text(s->gpu_sample, s->gpu_sample_small, s->gpu_sample_small_bytes, b, sizeof b);
   cp_row(f, "GPU timing", b, NULL, NULL);
   cp_row(f, "trace", s->trace_on ? "on" : "off", NULL, NULL);
   if (s->periods[0]) cp_row(f, "periods", s->periods, NULL, NULL);

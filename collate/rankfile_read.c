@@ -93,6 +93,9 @@ static void read_rank(json_t *o, cp_rank_data *r) {
   r->start_ns = ts_ns(o, "startTs"); r->end_ns = ts_ns(o, "endTs");
   r->event_mask = (uint32_t)cp_json_i64(o, "eventMask");
   r->gpu_sample = (int)cp_json_i64(o, "gpuSample");
+  /* files from before small calls were sampled apart: one in N for all */
+  r->gpu_sample_small = json_object_get(o, "gpuSampleSmall") ? (int)cp_json_i64(o, "gpuSampleSmall") : 1;
+  r->gpu_sample_small_bytes = u64(o, "gpuSampleSmallBytes");
   r->trace_on = json_is_true(json_object_get(o, "traceOn")) || cp_json_i64(o, "traceOn") == 1;
   r->nccl_version = (int)cp_json_i64(o, "ncclVersion");
   snprintf(r->periods, sizeof r->periods, "%s", str(o, "periods"));

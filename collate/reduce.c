@@ -15,6 +15,8 @@ void cp_summary_config(cp_summary *out, const cp_rank_data *cfg, int world_size,
     snprintf(out->command, sizeof out->command, "%s", cfg->command ? cfg->command : "");
     out->event_mask = cfg->event_mask;
     out->gpu_sample = cfg->gpu_sample;
+    out->gpu_sample_small = cfg->gpu_sample_small;
+    out->gpu_sample_small_bytes = cfg->gpu_sample_small_bytes;
     out->trace_on = cfg->trace_on;
     snprintf(out->periods, sizeof out->periods, "%s", cfg->periods);
     snprintf(out->windows, sizeof out->windows, "%s", cfg->windows);

@@ -48,6 +48,15 @@ uint32_t cp_type_from_name(const char *name) {
   return 0;
 }
 
+void cp_gpu_rule_text(int n, int small, uint64_t small_bytes, char *buf, size_t len) {
+  if (n <= 0) snprintf(buf, len, "off");
+  else if (n == 1) snprintf(buf, len, "every API call");
+  else if (small > 1 && small_bytes)
+    snprintf(buf, len, "1 API call in %d, under %llu bytes 1 in %lld", n, (unsigned long long)small_bytes,
+             (long long)n * small);
+  else snprintf(buf, len, "1 API call in %d", n);
+}
+
 void cp_mask_names(uint32_t mask, char *buf, size_t len) {
   size_t n = 0;
   if (len) buf[0] = 0;

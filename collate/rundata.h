@@ -70,6 +70,8 @@ typedef struct cp_rank_data {
   uint64_t start_ns, end_ns;          /* CLOCK_MONOTONIC (startTs/endTs x 1000) */
   uint32_t event_mask;
   int gpu_sample, trace_on, nccl_version;
+  int gpu_sample_small;    /* rank record gpuSampleSmall (absent: 1, one in N for all) */
+  uint64_t gpu_sample_small_bytes;
   char periods[128];
   char windows[1024];      /* profiled windows (collprof.h), "" if never off */
   char mask_frozen[96];    /* why the event mask stopped changing, "" if it did not */
@@ -210,6 +212,8 @@ typedef struct cp_summary {
   char command[8192];
   uint32_t event_mask;
   int gpu_sample, trace_on;
+  int gpu_sample_small;                  /* small calls: 1 in gpu_sample x this */
+  uint64_t gpu_sample_small_bytes;       /* ...under this many bytes (0: none) */
   char periods[128];
   char windows[1024];                    /* the config rank's profiled windows */
   double per_event_cost_ns;
@@ -234,6 +238,10 @@ const char *cp_type_long_name(uint32_t bit);   /* "" for unknown */
 const char *cp_type_short_name(uint32_t bit);  /* "" for unknown */
 uint32_t cp_type_from_name(const char *name);  /* long or short name; 0 unknown */
 /* "GroupApi,CollApi,..." for a mask into buf. */
+/* The GPU sampling rule in words: "1 API call in 16, under 65536 bytes 1
+ * in 64", "every API call", "off" (n: COLLPROF_GPU_SAMPLE, small and
+ * small_bytes: COLLPROF_GPU_SAMPLE_SMALL and _BYTES). */
+void cp_gpu_rule_text(int n, int small, uint64_t small_bytes, char *buf, size_t len);
 void cp_mask_names(uint32_t mask, char *buf, size_t len);
 
 /* COLLPROF_HASH_BITS (1..64, default 64), for tests that force collisions. */

@@ -152,8 +152,10 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
     }
     fprintf(f, ",\"collision\":%s}", p->collides ? "true" : "false");
   }
-  fprintf(f, "],\n\"config\":{\"rank\":%d,\"eventMask\":%u,\"gpuSample\":%d,\"traceOn\":%s,\"periods\":",
-          s->config_rank, s->event_mask, s->gpu_sample, s->trace_on ? "true" : "false");
+  fprintf(f, "],\n\"config\":{\"rank\":%d,\"eventMask\":%u,\"gpuSample\":%d,\"gpuSampleSmall\":%d,"
+             "\"gpuSampleSmallBytes\":%" PRIu64 ",\"traceOn\":%s,\"periods\":",
+          s->config_rank, s->event_mask, s->gpu_sample, s->gpu_sample_small, s->gpu_sample_small_bytes,
+          s->trace_on ? "true" : "false");
   cp_json_str(f, s->periods);
   fprintf(f, ",\"windows\":");
   cp_json_str(f, s->windows);

@@ -145,6 +145,9 @@ typedef struct collprof_snapshot {
                                       (e.g. "CUDA graph capture seen, KernelCh off") */
   uint64_t memory_bytes;           /* pools, path table, trace buffers */
   double per_event_cost_ns;        /* measured by the plugin on itself at start-up */
+  int gpu_sample_small;            /* API calls under gpu_sample_small_bytes: KernelCh
+                                      on one in gpu_sample x this (1: as the rest) */
+  uint64_t gpu_sample_small_bytes; /* 0: no call counts as small */
   /* tables */
   size_t npaths;
   collprof_path_stat *paths;       /* indexed by local_id */

@@ -27,6 +27,7 @@
 #include "trace_json.h"
 #include "trace_writer.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -162,8 +163,9 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
   sb_us3(b, s->end_mono_ns);
   uint64_t dropped = cp_trace_dropped();
   if (s->trace_dropped > dropped) dropped = s->trace_dropped;
-  sb_printf(b, ",\"eventMask\":%u,\"gpuSample\":%d,\"traceOn\":%s,\"ncclVersion\":%d,\"periods\":",
-            s->event_mask, s->gpu_sample,
+  sb_printf(b, ",\"eventMask\":%u,\"gpuSample\":%d,\"gpuSampleSmall\":%d,\"gpuSampleSmallBytes\":%" PRIu64
+            ",\"traceOn\":%s,\"ncclVersion\":%d,\"periods\":",
+            s->event_mask, s->gpu_sample, s->gpu_sample_small, s->gpu_sample_small_bytes,
             s->trace_on && !cp_trace_failed() ? "true" : "false", s->nccl_version);
   sb_str(b, s->periods);
   sb_printf(b, ",\"windows\":");

@@ -134,4 +134,16 @@ PY
   is "$res" "ok $(python3 -c 'import json,sys; print(sum(1 for p in json.load(open(sys.argv[1]))["paths"] if p["leafType"] in ("ncclProfileColl","ncclProfileP2p") and p.get("gpu_samples")))' "$T/$c/summary.json") paths" \
     "$c: summary.json's GPU estimate follows from its fields; summary.log's GPU table agrees"
 done
+# The summary says which rule sampled the GPU: summary.log's configuration
+# and summary.json's config, from the rank records.
+for cw in "mixed.16|1 API call in 16, under 65536 bytes 1 in 64|4 65536" \
+          "ar_nvlink.4_1|1 API call in 4|1 65536" "sendrecv.2_2_512|1 API call in 2, under 512 bytes 1 in 4|2 512" \
+          "ar_grouped.1|every API call|4 65536"; do
+  IFS='|' read -r c want wj <<<"$cw"
+  if [ ! -x "$COLLATE" ] || [ ! -d "$T/$c" ]; then skip "$c: no collprof-collate or no run"; skip "$c"; continue; fi
+  [ -s "$T/$c/summary.log" ] || "$COLLATE" -q "$T/$c" >"$T/collate.log" 2>&1
+  is "$(sed -n 's/^  GPU sampling: *//p' "$T/$c/summary.log")" "$want" "$c: summary.log says the GPU sampling rule: $want"
+  is "$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["config"]; print(c["gpuSampleSmall"], c["gpuSampleSmallBytes"])' \
+      "$T/$c/summary.json" 2>&1)" "$wj" "$c: summary.json config gpuSampleSmall, gpuSampleSmallBytes = $wj"
+done
 done_testing
