@@ -677,11 +677,19 @@ static inline uint32_t kc_hold(const ncclProfilerEventDescr_v5_t *d, uint32_t ty
 
 /* An API call's count x datatype size, for the GPU sampling rule's small
  * calls (mask_control.c); its path's own bytes stay 0, as before (the
- * Coll/P2p below it carries them). */
+ * Coll/P2p below it carries them).  The datatype's size is kept per thread
+ * by NCCL's string pointer, unchecked: interning it at every call cost 7
+ * instructions per event of the whole call (test/bench/instr_per_event.sh,
+ * GPU sampling off), and a stale pointer could only misjudge which
+ * sampling stream a call's decision takes, never a recorded number. */
 static inline uint64_t api_bytes(cp_thr *t, const ncclProfilerEventDescr_v5_t *d, uint32_t type) {
   const char *dt = type == ncclProfileCollApi ? d->collApi.datatype : d->p2pApi.datatype;
   const size_t n = type == ncclProfileCollApi ? d->collApi.count : d->p2pApi.count;
-  return (uint64_t)n * cp_datatype_size(cp_str_intern_t(t, dt));
+  if (UNLIKELY(dt != t->api_dt)) {
+    t->api_dt = dt;
+    t->api_dt_size = cp_datatype_size(cp_str_intern_t(t, dt));
+  }
+  return (uint64_t)n * t->api_dt_size;
 }
 
 /* After a recorded start, outside the pool lock: the capture line, the

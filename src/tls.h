@@ -101,6 +101,9 @@ typedef struct cp_thr {
   /* ...and with small calls sampled less (COLLPROF_GPU_SAMPLE_SMALL): the
    * decisions made so far at small calls and at the others */
   uint64_t gs_small_k, gs_large_k;
+  /* plugin.c api_bytes: the last API call's datatype string and its size */
+  const char *api_dt;
+  uint32_t api_dt_size;
   /* Coll/P2p GPU spans dropped by the slot-reuse check (plugin.c) */
   uint64_t gpu_dropped;
   /* kc_batch.h: this thread's KernelCh under one parent in another
