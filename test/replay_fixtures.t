@@ -190,7 +190,8 @@ if [ -e "$NOOP" ]; then
   is "$(summary "$T/load/mask0.err")" "2 0" "mask 0: only init and finalize, no event callback"
   # its pause, for test/gpu/ab.sh's floor: the mask NCCL reads goes to
   # GroupApi alone and back, the previous state returned, as collprof's
-  got=$(NCCL_PROFILE_EVENT_MASK=4031 python3 - "$NOOP" <<'PY'
+  # (loaded into python: not under a sanitizer, whose runtime python lacks)
+  got=$([ -n "${SAN:-}" ] && echo "skip" || NCCL_PROFILE_EVENT_MASK=4031 python3 - "$NOOP" <<'PY'
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
 INIT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint64, ctypes.POINTER(ctypes.c_int),
@@ -206,7 +207,8 @@ for f in ("collprof_pause", "collprof_pause", "collprof_paused", "collprof_resum
 print(" ".join(map(str, out)))
 PY
 )
-  is "$got" "4031 0 256 1 256 1 256 1 4031" "do-nothing plugin's collprof_pause/resume: mask 4031, paused 256, resumed 4031"
+  if [ "$got" = skip ]; then skip "do-nothing plugin's pause: not loaded into python under a sanitizer"
+  else is "$got" "4031 0 256 1 256 1 256 1 4031" "do-nothing plugin's collprof_pause/resume: mask 4031, paused 256, resumed 4031"; fi
 else
   skip "no $NOOP"; skip "no $NOOP"; skip "no $NOOP"; skip "no $NOOP"
 fi
