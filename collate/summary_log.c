@@ -270,8 +270,11 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   fprintf(f, "Configuration (rank %d)\n", s->config_rank);
   fprintf(f, "  NCCL_PROFILE_EVENT_MASK:      0x%x\n", s->event_mask);
   fprintf(f, "  COLLPROF_GPU_SAMPLE:          %d\n", s->gpu_sample);
-  fprintf(f, "  COLLPROF_GPU_SAMPLE_SMALL:    %d (under %" PRIu64 " bytes)\n", s->gpu_sample_small,
-          s->gpu_sample_small_bytes);
+  if (s->gpu_sample_small_bytes)
+    fprintf(f, "  COLLPROF_GPU_SAMPLE_SMALL:    %d (under %" PRIu64 " bytes)\n", s->gpu_sample_small,
+            s->gpu_sample_small_bytes);
+  else
+    fprintf(f, "  COLLPROF_GPU_SAMPLE_SMALL:    %d (no call is small)\n", s->gpu_sample_small);
   char rule[128];
   cp_gpu_rule_text(s->gpu_sample, s->gpu_sample_small, s->gpu_sample_small_bytes, rule, sizeof rule);
   fprintf(f, "  GPU sampling:                 %s\n", rule);
