@@ -63,13 +63,19 @@ int rp_synth_graph(const rp_synth_opts *o) {
   int threads = 1;
   if (pthread_create(&th, NULL, replayer, &g) != 0) { replayer(&g); }
   else threads = 2;
+  /* Churn on the application thread meanwhile, at most 4 calls per replay:
+   * on a loaded machine the replayer may get little CPU, and churning for
+   * as long as it runs filled the application thread's trace ring until
+   * records were dropped (replay_synthetic.t then saw paths without their
+   * event records, once in CI). */
   long j = 0;
-  do {                    /* churn on the application thread meanwhile */
+  const long churn_max = 4 * g.n + 100;
+  do {
     sy_apicall c;
     sy_apicall_run(&app, &c, g.ctx, 0, "Broadcast", "CollApi:Broadcast", "Coll:Broadcast",
                    (uint64_t)j, 4096, 1, 0, 1);
     j++;
-  } while (!__atomic_load_n(&g.done, __ATOMIC_ACQUIRE) || j < 100);
+  } while ((!__atomic_load_n(&g.done, __ATOMIC_ACQUIRE) || j < 100) && j < churn_max);
   if (threads == 2) pthread_join(th, NULL);
   rp_host_fini(g.ctx, 1);
   sy_tab_flush(&app);
