@@ -237,11 +237,11 @@ void cp_summary_free(cp_summary *s);
 const char *cp_type_long_name(uint32_t bit);   /* "" for unknown */
 const char *cp_type_short_name(uint32_t bit);  /* "" for unknown */
 uint32_t cp_type_from_name(const char *name);  /* long or short name; 0 unknown */
-/* "GroupApi,CollApi,..." for a mask into buf. */
 /* The GPU sampling rule in words: "1 API call in 16, under 65536 bytes 1
  * in 64", "every API call", "off" (n: COLLPROF_GPU_SAMPLE, small and
  * small_bytes: COLLPROF_GPU_SAMPLE_SMALL and _BYTES). */
 void cp_gpu_rule_text(int n, int small, uint64_t small_bytes, char *buf, size_t len);
+/* "GroupApi,CollApi,..." for a mask into buf. */
 void cp_mask_names(uint32_t mask, char *buf, size_t len);
 
 /* COLLPROF_HASH_BITS (1..64, default 64), for tests that force collisions. */

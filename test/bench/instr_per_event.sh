@@ -36,10 +36,10 @@ loop_ir() {      # PLUGIN ENV... -> "instructions events"
      --callgrind-out-file="$d/cg.out" "$B/bin/collprof-bench" --child "$pl" 1 $N > "$d/res" 2>/dev/null)
   local ev ir js lines
   ev=$(awk '/^RESULT/{print $2}' "$d/res")
-  ir=$(for f in "$d"/cg.out-*; do callgrind_annotate --inclusive=yes "$f" 2>/dev/null |
-       awk -v a="$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null | incl one_call)" \
-           -v b="$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null | incl cp_selfcost_measure)" \
-           'BEGIN{print a - b}'; done | sort -n | tail -1)
+  ir=$(for f in "$d"/cg.out-*; do
+         a=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null)
+         echo $(( $(incl one_call <<<"$a") - $(incl cp_selfcost_measure <<<"$a") ))
+       done | sort -n | tail -1)
   # the trace writer: instructions formatting JSON lines, on whichever thread
   js=$(for f in "$d"/cg.out-*; do callgrind_annotate --inclusive=yes "$f" 2>/dev/null |
        incl cp_trace_json; done |

@@ -67,17 +67,20 @@ static int noop_mask_from_env(void) {
 static _Atomic(int *) noop_mask_ptr;                /* NCCL's process-wide mask int */
 static atomic_int noop_paused;
 
+/* The mask while paused: GroupApi alone, as collprof's, or NOOP_OFF_MASK. */
+static int noop_off_mask(void) {
+  const char *o = getenv("NOOP_OFF_MASK");
+  return o ? atoi(o) : 256;
+}
+
 static void noop_set_ctx(void **context, int *mask) {
   const char *c = getenv("NOOP_CLOCK");
   noop_clock = c ? atoi(c) : 0;
   if (context) *context = (void *)(uintptr_t)(atomic_fetch_add(&noop_next_ctx, 1) << 4);
   if (mask) {
     atomic_store(&noop_mask_ptr, mask);
-    __atomic_store_n(mask, noop_mask_from_env(), __ATOMIC_RELAXED);
-    if (atomic_load(&noop_paused)) {   /* a pause before this init: off from the start */
-      const char *o = getenv("NOOP_OFF_MASK");
-      __atomic_store_n(mask, o ? atoi(o) : 256, __ATOMIC_RELAXED);
-    }
+    /* a pause before this init: off from the start */
+    __atomic_store_n(mask, atomic_load(&noop_paused) ? noop_off_mask() : noop_mask_from_env(), __ATOMIC_RELAXED);
   }
 }
 
@@ -85,10 +88,7 @@ static void noop_set_ctx(void **context, int *mask) {
 static int noop_switch(int pause) {
   const int was = atomic_exchange(&noop_paused, pause);
   int *m = atomic_load(&noop_mask_ptr);
-  if (m) {
-    const char *o = getenv("NOOP_OFF_MASK");
-    __atomic_store_n(m, pause ? (o ? atoi(o) : 256) : noop_mask_from_env(), __ATOMIC_RELAXED);
-  }
+  if (m) __atomic_store_n(m, pause ? noop_off_mask() : noop_mask_from_env(), __ATOMIC_RELAXED);
   return was;
 }
 NOOP_EXPORT int collprof_pause(void) { return noop_switch(1); }

@@ -65,9 +65,10 @@ int rp_synth_graph(const rp_synth_opts *o) {
   else threads = 2;
   /* Churn on the application thread meanwhile, at most 4 calls per replay:
    * on a loaded machine the replayer may get little CPU, and churning for
-   * as long as it runs filled the application thread's trace ring until
-   * records were dropped (replay_synthetic.t then saw paths without their
-   * event records, once in CI). */
+   * as long as it runs (27,000 calls for 3,000 replays on one shared core)
+   * could fill the application thread's trace ring, whose dropped records
+   * replay_synthetic.t would read as paths without event records (the
+   * likely cause of one failure in CI). */
   long j = 0;
   const long churn_max = 4 * g.n + 100;
   do {
