@@ -30,6 +30,12 @@ typedef struct cp_hot_words {
                                     across it would count the time off) */
   atomic_int trace_accept;       /* trace_writer.c: the rings take records
                                     (cp_trace_accept, trace_ring.h) */
+  int defer_on;                  /* proxy_defer.c: COLLPROF_PROXY_DEFER (cp_defer_on),
+                                    read at every start */
+  atomic_int fini_any;           /* plugin.c: some communicator was finalized; until
+                                    then the fast paths need not read their pool's
+                                    own flag (a line a counted stop or state
+                                    would touch for nothing else) */
   /* clock.c: the current TSC-to-ns map (cp_clock_cur, clock.h), replaced
    * at each re-anchor (2 ms .. 1 s apart); every timestamp reads it */
   struct cp_clock_map *_Atomic clock_cur;

@@ -63,6 +63,7 @@
 #include "capture.h"
 #include "clock.h"
 #include "config.h"
+#include "counted_memo.h"
 #include "cuda_uuid.h"
 #include "handle.h"
 #include "host_sample.h"
@@ -241,6 +242,14 @@ static inline uint32_t counted_type(uint64_t h) {
 static inline int handle_in_last_pool(const cp_thr *t, uint64_t h) {
   const uint64_t k = t->last_hkey;
   return k && ((h ^ k) & CP_HKEY_MASK) == 0;
+}
+
+/* Pool p's lane was finalized.  Its own flag is read only once some
+ * communicator was (cp_hot.fini_any, on the line every callback reads):
+ * a counted stop or state then touches no line of its pool. */
+static inline int pool_finalized(const cp_pool *p) {
+  return UNLIKELY(atomic_load_explicit(&cp_hot.fini_any, memory_order_relaxed)) &&
+         __atomic_load_n(&p->finalized, __ATOMIC_RELAXED);
 }
 
 /* ---- first init: process-wide set-up ---- */
@@ -696,9 +705,10 @@ static inline uint64_t api_bytes(cp_thr *t, const ncclProfilerEventDescr_v5_t *d
  * mask control's hooks (GroupApi opens a call, CollApi/P2pApi names it)
  * and the launch timer's (launch_timer.h: a KernelLaunch may be timed, the
  * Coll/P2p after it are its work, the next GroupApi ends that). */
-static inline __attribute__((always_inline)) void start_hooks(cp_thr *t, const ncclProfilerEventDescr_v5_t *d,
-                                                              uint32_t type, uint32_t path, uint64_t handle,
-                                                              uint64_t ctxv, uint64_t bytes, uint32_t comm_index) {
+static inline __attribute__((always_inline)) void start_hooks_b(cp_thr *t, const ncclProfilerEventDescr_v5_t *d,
+                                                                uint32_t type, uint32_t path, uint64_t handle,
+                                                                uint64_t ctxv, uint64_t bytes, uint32_t comm_index,
+                                                                const uint64_t *api_b) {
   if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) cp_capture_start(ctxv, handle, d);
   if (type & (ncclProfileColl | ncclProfileP2p)) {
     cp_lt_claim(t, path, type, bytes, handle);
@@ -711,8 +721,14 @@ static inline __attribute__((always_inline)) void start_hooks(cp_thr *t, const n
   } else if (type == ncclProfileCollApi || type == ncclProfileP2pApi) {
     if (UNLIKELY(type == ncclProfileCollApi ? d->collApi.graphCaptured : d->p2pApi.graphCaptured))
       cp_mask_on_graph_capture();
-    cp_mask_on_api_call(path, t->sampled, api_bytes(t, d, type));
+    cp_mask_on_api_call(path, t->sampled, api_b ? *api_b : api_bytes(t, d, type));
   }
+}
+/* ...where an API call's bytes are found from its descriptor (api_bytes). */
+static inline __attribute__((always_inline)) void start_hooks(cp_thr *t, const ncclProfilerEventDescr_v5_t *d,
+                                                              uint32_t type, uint32_t path, uint64_t handle,
+                                                              uint64_t ctxv, uint64_t bytes, uint32_t comm_index) {
+  start_hooks_b(t, d, type, path, handle, ctxv, bytes, comm_index, NULL);
 }
 
 /* The GPU side of a new slot (pool lock held), for both start paths: a
@@ -776,6 +792,48 @@ static inline __attribute__((always_inline)) void start_counted(cp_thr *t, void 
   *eHandle = (void *)(uintptr_t)handle;
   cp_inc(&t->counted, 1);
   start_hooks(t, d, type, path, handle, ctxv, bytes, pool->comm_index);
+}
+
+/* A counted start the memo holds (counted_memo.h): the path's count, the
+ * handle from the pool's handle bits, the hooks. */
+static inline __attribute__((always_inline)) void counted_hit(cp_thr *t, void **eHandle,
+                                                              const ncclProfilerEventDescr_v5_t *d, uint32_t type,
+                                                              const cp_cmemo_ent *e, uint64_t hkey, uint64_t ctxv) {
+  const uint64_t bytes = (type & (ncclProfileColl | ncclProfileP2p)) ? e->bytes : 0;
+  if (cp_profile_count_e(e->prof, bytes)) t->hs_force = 1;
+  const uint64_t handle = hkey | ((uint64_t)e->path << 44) | ((uint64_t)counted_slot(type) << 8);
+  *eHandle = (void *)(uintptr_t)handle;
+  cp_inc(&t->counted, 1);
+  start_hooks_b(t, d, type, e->path, handle, ctxv, bytes, (uint32_t)(hkey >> 32) & 0xFFFu, &e->bytes);
+}
+
+/* The fast path's counted start (start_fast): from the thread's memo of
+ * earlier lookups (counted_memo.h) when it holds this event, else as
+ * start_counted, after which the memo holds it.  Both do the same. */
+static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHandle,
+                                                         const ncclProfilerEventDescr_v5_t *d, uint32_t type,
+                                                         uint32_t parent_path, cp_pool *pool, uint64_t hkey,
+                                                         uint64_t ctxv) {
+  const cp_cmemo_key k = cp_cmemo_key_of(d, type);
+  const int memo = LIKELY(t != &cp_thr_emergency);
+  const cp_cmemo_ent *e = memo ? cp_cmemo_find(t, parent_path, type, &k) : NULL;
+  if (LIKELY(e != NULL)) {
+    if (type == ncclProfileGroupApi &&
+        UNLIKELY(atomic_load_explicit(&pool->in_tail, memory_order_acquire) != pool->in_seen))
+      cp_pool_leave(pool, cp_pool_enter(pool, t));
+    counted_hit(t, eHandle, d, type, e, hkey, ctxv);
+    return;
+  }
+  uint32_t func, dt;
+  uint64_t bytes;
+  descr_func(t, d, type, &func, &dt, &bytes);
+  const uint32_t path = cp_path_child_t(t, parent_path, type, func);
+  start_counted(t, eHandle, d, type, path, bytes, pool, ctxv);
+  cp_prof_ent *pe = memo && path != CP_PATH_NONE ? cp_prof_ent_get(t, path) : NULL;
+  if (pe) {
+    const int api = type == ncclProfileCollApi || type == ncclProfileP2pApi;
+    cp_cmemo_fill(t, parent_path, type, &k, path, pe, api ? api_bytes(t, d, type) : bytes);
+  }
 }
 
 /* An event of an off call (HS_OFF): no path, no count, no record; its
@@ -954,26 +1012,30 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
  * a foreign ProxyOp.  That is nearly every event NCCL sends; everything
  * else (PXN, other pools, bad arguments, v4) goes to start_general, which
  * is the reference: this path must do exactly what it would.  Returns 0,
- * having changed nothing, to hand the event over. */
-static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eHandle,
-                                                            const ncclProfilerEventDescr_v5_t *d,
-                                                            uint64_t ctxv) {
-  cp_comm *comm = t->last_comm;
+ * having changed nothing, to hand the event over.  Not inlined: its
+ * registers would make cp_core_start save and restore six of them for the
+ * counted children too (start_counted_child), about 40 instructions a
+ * start. */
+static __attribute__((noinline)) int start_fast(cp_thr *t, void **eHandle, const ncclProfilerEventDescr_v5_t *d,
+                                                uint64_t ctxv) {
   cp_pool *pool = t->last_lpool;
   const uint64_t type64 = d->type;
   const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
   /* the lane's finalized flag, set with the communicator's (fini_common),
    * on the pool line read anyway: the communicator's line stays cold */
-  if (UNLIKELY((!valid_type(type64)) | __atomic_load_n(&pool->finalized, __ATOMIC_RELAXED) |
-               atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)))
+  if (UNLIKELY((!valid_type(type64)) | pool_finalized(pool) | atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)))
     return 0;
+  /* the pool's handle bits from the thread's line where it is the pool
+   * cached there (nearly always): a counted start then reads no line of
+   * its pool but at a GroupApi */
+  const uint64_t hkey = LIKELY(t->last_pool == pool) ? t->last_hkey : pool->hkey;
   const uint32_t type = (uint32_t)type64;
   const int mypid = atomic_load_explicit(&cp_hot.pid, memory_order_relaxed);
   if (UNLIKELY(type == ncclProfileProxyOp) && d->proxyOp.pid != mypid) return 0;
   uint32_t parent_path = CP_PATH_NONE;
   int counted;   /* host sampling: decided at GroupApi, inherited */
   if (pobj) {
-    if (((pobj ^ pool->hkey) & CP_HKEY_MASK) != 0) return 0;   /* not this lane's */
+    if (((pobj ^ hkey) & CP_HKEY_MASK) != 0) return 0;   /* not this lane's */
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
     if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return 0;
     counted = (pobj & 0xFFu) == 0;
@@ -983,6 +1045,10 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     counted = hs_counted_root(t, type);
     if (UNLIKELY(hs_off_root(t, type))) { start_off(t, eHandle, d, type, pool); return 1; }
   }
+  if (counted) {
+    start_counted_fast(t, eHandle, d, type, parent_path, pool, hkey, ctxv);
+    return 1;
+  }
   CP_PH(CP_PH_S_ENTRY, 1);
   uint32_t func, dt;
   uint64_t bytes;
@@ -991,10 +1057,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   CP_PH(CP_PH_S_DESCR, 0);
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
   CP_PH(CP_PH_S_PATH, 0);
-  if (counted) {
-    start_counted(t, eHandle, d, type, path, bytes, pool, ctxv);
-    return 1;
-  }
+  cp_comm *comm = t->last_comm;   /* a recorded event's only: not on line 0 */
   const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = ev_now();
   CP_PH(CP_PH_S_CLOCK, 0);
@@ -1050,11 +1113,42 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   return 1;
 }
 
+/* ---- startEvent, the commonest case in few lines of code ----
+ * Under host sampling most events are children of a counted parent (a
+ * handle of generation 0 of this thread's lane: CollApi, KernelLaunch,
+ * Coll, a ProxyOp below it), and in a loop the memo holds their lookup.
+ * That case alone, checked as start_fast checks it, in a function of its
+ * own: its code is a few cache lines, where start_fast's (which handles it
+ * too) spans two dozen, each one a miss once NCCL's own code has run
+ * between two callbacks (test/bench/lines_per_event.sh).  0: not that
+ * case, nothing changed. */
+static __attribute__((noinline)) int start_counted_child(cp_thr *t, void **eHandle,
+                                                         const ncclProfilerEventDescr_v5_t *d, uint64_t ctxv) {
+  const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
+  const uint64_t type64 = d->type;
+  cp_pool *pool = t->last_lpool;
+  if (!pobj || (pobj & (0xFFu | CP_OFF_BIT)) != 0 || t->last_pool != pool ||
+      ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0 || !valid_type(type64))
+    return 0;
+  const uint32_t type = (uint32_t)type64;
+  if (UNLIKELY(pool_finalized(pool) | atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)) ||
+      (type == ncclProfileProxyOp && d->proxyOp.pid != atomic_load_explicit(&cp_hot.pid, memory_order_relaxed)))
+    return 0;
+  const uint32_t parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
+  if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return 0;
+  const cp_cmemo_key k = cp_cmemo_key_of(d, type);
+  const cp_cmemo_ent *e = LIKELY(t != &cp_thr_emergency) ? cp_cmemo_find(t, parent_path, type, &k) : NULL;
+  if (!e) return 0;
+  counted_hit(t, eHandle, d, type, e, t->last_hkey, ctxv);
+  return 1;
+}
+
 ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEventDescr_v5_t *d, int v4) {
   CP_PH_BEGIN();
   cp_thr *t = cp_tls_thr;
   const uint64_t ctxv = (uint64_t)(uintptr_t)context;
-  if (LIKELY(eHandle && d && t && !v4 && ctxv && ctxv == t->last_ctx) && start_fast(t, eHandle, d, ctxv))
+  if (LIKELY(eHandle && d && t && !v4 && ctxv && ctxv == t->last_ctx) &&
+      (start_counted_child(t, eHandle, d, ctxv) || start_fast(t, eHandle, d, ctxv)))
     return NCCL_OK;
   return start_general(context, eHandle, d, v4);
 }
@@ -1159,8 +1253,7 @@ static cp_pool *handle_pool_checked(uint64_t h, cp_handle_fields *f, cp_thr **tp
 static inline cp_pool *fast_pool(const cp_thr *t, uint64_t h) {
   if (LIKELY(t && handle_in_last_pool(t, h))) {
     cp_pool *pool = t->last_pool;
-    if (LIKELY(!(__atomic_load_n(&pool->finalized, __ATOMIC_RELAXED) |
-                 atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed))))
+    if (LIKELY(!(pool_finalized(pool) | atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed))))
       return pool;
   }
   return NULL;
@@ -1560,6 +1653,7 @@ static ncclResult_t fini_common(void *context) {
    * summary, and handles that still name the index).  Under lanes_lock: a
    * lane created from now on would see finalized and not be. */
   cp_spin_lock(&c->lanes_lock);
+  atomic_store_explicit(&cp_hot.fini_any, 1, memory_order_relaxed);   /* before any lane's flag */
   for (uint32_t i = 0; i < CP_LANES; i++) {
     cp_pool *p = c->lanes[i];
     if (!p) continue;

@@ -63,16 +63,18 @@ static inline __attribute__((always_inline)) void cp_profile_stop_t(cp_thr *t, u
   __atomic_store_n(&e->calls, calls + 1, __ATOMIC_RELEASE);
 }
 /* One event counted without a time (host sampling, plugin.c): its call,
- * bytes and size class, no duration.  Returns 1 when this thread had no
- * timed event on the path yet. */
-static inline __attribute__((always_inline)) int cp_profile_count_t(cp_thr *t, uint32_t path, uint64_t bytes) {
-  cp_prof_ent *e = cp_prof_ent_get(t, path);
-  if (!e) return 0;
+ * bytes and size class, no duration, into entry e (_e) or path's (_t).
+ * Returns 1 when this thread had no timed event on the path yet. */
+static inline __attribute__((always_inline)) int cp_profile_count_e(cp_prof_ent *e, uint64_t bytes) {
   const uint64_t calls = cp_ld(&e->calls), untimed = cp_ld(&e->untimed);
   __atomic_store_n(&e->untimed, untimed + 1, __ATOMIC_RELAXED);
   cp_prof_bytes(e, bytes);
   __atomic_store_n(&e->calls, calls + 1, __ATOMIC_RELEASE);
   return calls == untimed;
+}
+static inline __attribute__((always_inline)) int cp_profile_count_t(cp_thr *t, uint32_t path, uint64_t bytes) {
+  cp_prof_ent *e = cp_prof_ent_get(t, path);
+  return e ? cp_profile_count_e(e, bytes) : 0;
 }
 static inline void cp_profile_state_t(cp_thr *t, uint32_t path) {
   cp_prof_ent *e = cp_prof_ent_get(t, path);

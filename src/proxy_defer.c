@@ -74,7 +74,6 @@ typedef struct cp_dq {
   cp_dfr *recs;
 } cp_dq;
 
-int cp_defer_on;
 static cp_dq *_Atomic g_dq[CP_DQ_MAX];
 static atomic_uint g_ndq;
 static pthread_mutex_t g_apply_mu = PTHREAD_MUTEX_INITIALIZER;

@@ -39,6 +39,7 @@
  */
 #ifndef COLLPROF_PROXY_DEFER_H
 #define COLLPROF_PROXY_DEFER_H
+#include "hot.h"
 #include <stdint.h>
 #include "nccl_profiler_abi.h"
 
@@ -51,7 +52,9 @@ enum { CP_DQ_RECS = 8192, CP_DQ_IDS = 16384, CP_DQ_MAX = 256 };
 #define CP_DQ_TYPES \
   (ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileProxyCtrl | ncclProfileKernelCh | ncclProfileNetPlugin)
 
-extern int cp_defer_on;   /* COLLPROF_PROXY_DEFER, read at first init; 0 in a forked child */
+/* COLLPROF_PROXY_DEFER, read at first init; 0 in a forked child: a word of
+ * cp_hot (hot.h), the line every callback reads anyway */
+#define cp_defer_on (cp_hot.defer_on)
 
 static inline int cp_defer_type(uint64_t type) { return cp_defer_on && (type & CP_DQ_TYPES) && !(type & (type - 1)); }
 static inline int cp_defer_handle(const void *h) { return ((uint64_t)(uintptr_t)h >> 60) == CP_DQ_TAG; }

@@ -19,11 +19,11 @@ static cp_thr *thr_free;
 static pthread_key_t thr_key;
 static pthread_once_t thr_key_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t thr_mem;
-static cp_thr thr_emergency;   /* when calloc fails: shared, numbers still atomic */
+cp_thr cp_thr_emergency;   /* when calloc fails: shared, numbers still atomic (tls.h) */
 
 static void thr_exit(void *p) {
   cp_thr *t = p;
-  if (!t || t == &thr_emergency) return;
+  if (!t || t == &cp_thr_emergency) return;
   cp_tls_thr = NULL;
   pthread_mutex_lock(&thr_mu);
   t->next_free = thr_free;
@@ -57,11 +57,11 @@ cp_thr *cp_thr_slow(void) {
   }
   pthread_mutex_unlock(&thr_mu);
   if (!t) {
-    t = &thr_emergency;
+    t = &cp_thr_emergency;
     pthread_mutex_lock(&thr_mu);
-    if (!thr_emergency.next && atomic_load_explicit(&thr_head, memory_order_relaxed) != &thr_emergency) {
-      thr_emergency.next = atomic_load_explicit(&thr_head, memory_order_relaxed);
-      atomic_store_explicit(&thr_head, &thr_emergency, memory_order_release);
+    if (!cp_thr_emergency.next && atomic_load_explicit(&thr_head, memory_order_relaxed) != &cp_thr_emergency) {
+      cp_thr_emergency.next = atomic_load_explicit(&thr_head, memory_order_relaxed);
+      atomic_store_explicit(&thr_head, &cp_thr_emergency, memory_order_release);
     }
     pthread_mutex_unlock(&thr_mu);
   }
@@ -71,7 +71,7 @@ cp_thr *cp_thr_slow(void) {
   t->hs_n = 0;
   t->hs_rand = (uint32_t)t->tid * 2654435761u | 1u;   /* xorshift32: never 0 */
   cp_tls_thr = t;
-  if (t != &thr_emergency) pthread_setspecific(thr_key, t);
+  if (t != &cp_thr_emergency) pthread_setspecific(thr_key, t);
   return t;
 }
 

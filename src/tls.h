@@ -24,35 +24,56 @@
 #define CP_PROF_NCHUNK 256   /* CP_PROF_CHUNK * CP_PROF_NCHUNK = 65536 paths */
 
 /* Per path, per thread.  Written by the owning thread with relaxed atomic
- * stores, read by snapshots with relaxed loads. */
+ * stores, read by snapshots with relaxed loads.  What a counted event
+ * writes (calls, untimed, bytes, the size classes' pointer, states: most
+ * events under host sampling) is on the entry's first cache line, with
+ * the timed stop's total, self and min: a counted event finds one line
+ * cold, not two (chunks are line-aligned, an entry is two lines). */
 typedef struct cp_prof_ent {
-  uint64_t calls, total, self, min, max;
+  uint64_t calls, untimed;      /* untimed: of calls, those without a time (host sampling) */
+  uint64_t bytes, states;
+  struct cp_gcls *cls;   /* Coll/P2p: calls and GPU samples per size class
+                            (gpu_estimate.h), made at the path's first bytes */
+  uint64_t total, self, min;
+  /* second line: the rest of a timed stop, GPU and launch samples */
+  uint64_t max;
   uint64_t wextra;              /* host sampling, auto: timed events' weights beyond 1,
                                    summed; total and self hold each time times its
                                    weight (host_sample.h) */
-  uint64_t bytes, states, gpu_ns, gpu_samples;
-  uint64_t untimed;             /* of calls, those without a time (host sampling) */
+  uint64_t gpu_ns, gpu_samples;
   uint64_t gpu_first_ns, gpu_first_samples;   /* collprof.h: first-call samples */
   uint64_t launch_ns, launch_samples;         /* Coll/P2p: launch_timer.h, periodic samples */
-  struct cp_gcls *cls;   /* Coll/P2p: calls and GPU samples per size class
-                            (gpu_estimate.h), made at the path's first bytes */
 } cp_prof_ent;
+_Static_assert(offsetof(cp_prof_ent, min) < 64 && sizeof(cp_prof_ent) == 128,
+               "cp_prof_ent: a counted event's fields on the first of two lines");
+
+/* counted_memo.h: one counted start's lookup, on a line of its own */
+#define CP_CMEMO_LG 6
+#define CP_CMEMO (1u << CP_CMEMO_LG)
+typedef struct cp_cmemo_ent {
+  _Alignas(64) struct cp_prof_ent *prof;   /* NULL: empty */
+  const char *func, *dt;        /* key: NCCL's strings, by address */
+  uint64_t count;               /* key */
+  uint64_t bytes;
+  uint32_t parent, type;        /* key: parent path id, NCCL type bit */
+  uint32_t path;
+} cp_cmemo_ent;
+_Static_assert(sizeof(cp_cmemo_ent) == 64, "cp_cmemo_ent: one cache line");
 
 typedef struct cp_pcache_ent { uint64_t key1; uint32_t id; uint32_t pad; } cp_pcache_ent;
 typedef struct cp_scache_ent { const char *p; const char *str; uint32_t id; uint32_t pad; } cp_scache_ent;
 
 typedef struct cp_thr {
-  /* line 0: what every callback reads, and the one counter each start
-   * writes (a callback finds its lines cold: pool.h says why that counts).
+  /* line 0: what every callback reads, the counter each counted start
+   * writes, and the first profile chunk, which a counted state reads (a
+   * callback finds its lines cold: pool.h says why that counts).
    * last context / pool index this thread decoded (plugin.c): entries and
    * pools are never freed, so the pointers stay valid */
   uint64_t last_ctx;
-  struct cp_comm *last_comm;
   struct cp_pool *last_lpool;   /* this thread's pool (lane) of last_comm */
   struct cp_pool *last_pool;
   uint64_t last_hkey;           /* handle tag and last_pidx as handle bits, 0 = none */
-  uint64_t events;              /* counter (single writer, relaxed) */
-  int tid;
+  uint64_t counted;             /* events counted without a slot (host sampling) */
   int8_t sampled;               /* cp_mask_kernelch_on() at the last GroupApi start */
   int8_t hs_wlg;                /* host sampling, auto: log2 of the weight of this
                                    thread's timed call (host_sample.h), else 0 */
@@ -61,10 +82,13 @@ typedef struct cp_thr {
                                    recorded untimed (1) or counted only (2) */
   int8_t hs_force;              /* a path without a timed event was counted: time
                                    the next API call */
-  uint32_t last_pidx;
   uint32_t lt_cur;              /* launch_timer.h: the open timed launch's slot + 1, 0 = none */
-  /* from line 1: the profile chunks, the first ones read at every stop */
-  _Alignas(64) cp_prof_ent *prof[CP_PROF_NCHUNK];
+  int tid;
+  uint32_t last_pidx;
+  /* the profile chunks: prof[0] (paths 0-255) closes line 0 */
+  cp_prof_ent *prof[CP_PROF_NCHUNK];
+  struct cp_comm *last_comm;
+  uint64_t events;              /* counter of recorded events (single writer, relaxed) */
   struct cp_thr *next;          /* list of all blocks (never unlinked) */
   struct cp_thr *next_free;     /* free list of blocks of exited threads */
   /* counters (single writer, relaxed) */
@@ -82,10 +106,8 @@ typedef struct cp_thr {
   uint32_t lt_fails;            /* runs of 2 or more in a row that were not clean (launch_timer.c, adapt) */
   uint32_t lt_hold;             /* clean single launches still due before a run is tried again */
   /* plugin.c, host sampling: position in the block of N API calls, the
-   * call of the block to time, the generator that draws it, and events
-   * counted without a slot */
+   * call of the block to time, the generator that draws it */
   uint32_t hs_n, hs_pos, hs_rand;
-  uint64_t counted;
   /* host sampling, auto (host_sample.h): the current block's size and its
    * log2, API calls since the last recorded one, when that one started,
    * and the running mean gap between calls */
@@ -118,8 +140,9 @@ typedef struct cp_thr {
   } kcb;
   cp_pcache_ent pcache[CP_PCACHE];
   cp_scache_ent scache[CP_SCACHE];
+  cp_cmemo_ent cmemo[CP_CMEMO];
 } cp_thr;
-_Static_assert(offsetof(cp_thr, lt_cur) < 64 && offsetof(cp_thr, prof) == 64, "cp_thr: line 0 as laid out");
+_Static_assert(offsetof(cp_thr, last_pidx) < 56 && offsetof(cp_thr, prof) == 56, "cp_thr: line 0 as laid out");
 
 /* The thread-local words a callback reads, in one cache line of their own.
  * Why one struct: as separate __thread variables of several files they
@@ -145,6 +168,10 @@ _Static_assert(sizeof(cp_tls_hot_t) <= 64, "cp_tls_hot: one cache line");
 #define cp_replay_kc_ops (cp_tls_hot.replay_kc_ops)
 
 cp_thr *cp_thr_slow(void);
+/* The block every thread shares when a block of its own could not be
+ * allocated: its numbers stay atomic, but what a thread keeps for itself
+ * alone (counted_memo.h) must not be used there. */
+extern cp_thr cp_thr_emergency;
 static inline cp_thr *cp_thr_get(void) {
   cp_thr *t = cp_tls_thr;
   if (__builtin_expect(t != 0, 1)) return t;

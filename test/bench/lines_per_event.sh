@@ -31,7 +31,7 @@ MASK=${MASK:-4095}
 command -v valgrind >/dev/null || { echo "lines_per_event.sh: valgrind not found" >&2; exit 2; }
 run() {          # PLUGIN TRACE -> "d1_misses i1_misses starts states" and leaves $d/cg.out
   local pl=$1 tr=$2
-  local env=(NCCL_PROFILE_EVENT_MASK=$MASK COLLPROF_GPU_SAMPLE=1)
+  local env=(NCCL_PROFILE_EVENT_MASK=$MASK COLLPROF_GPU_SAMPLE=${GPU_SAMPLE:-1})
   # collprof's defaults: no mask set (the do-nothing plugin gets 4031)
   [ "$MASK" = default ] && env=(NCCL_PROFILE_EVENT_MASK=4031) &&
     [[ $pl == */libcollprof.so ]] && env=(-u NCCL_PROFILE_EVENT_MASK -u COLLPROF_GPU_SAMPLE)
