@@ -204,7 +204,7 @@ static void load(cp_config *c) {
     if (parse_u64(hs, 0x7fffffff, &n, &why)) c->host_sample = (int)n;
     else bad("COLLPROF_HOST_SAMPLE", hs, why, "auto");
   }
-  v = 100;
+  v = 1000;   /* host_sample.h: why 1 ms */
   get_num("COLLPROF_HOST_SAMPLE_US", 0, 3600000000ull, &v);
   c->host_sample_us = (uint32_t)v;
 

@@ -32,7 +32,7 @@ typedef struct cp_config {
                                every call; CP_HOST_SAMPLE_AUTO: N from the call
                                rate, host_sample.h): plugin.c, "Host sampling" */
   uint32_t host_sample_us;  /* COLLPROF_HOST_SAMPLE_US: auto's least spacing of a
-                               thread's timed calls (default 100) */
+                               thread's timed calls (default 1000) */
   char periods[128];        /* COLLPROF_PERIODS delay:duration[:repeat], "" none */
   uint32_t gpu_sample_us;   /* COLLPROF_GPU_SAMPLE_US (default 0: exactly one
                                call in N): a thread's KernelCh samples at least

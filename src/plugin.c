@@ -1116,7 +1116,8 @@ static __attribute__((noinline)) int start_fast(cp_thr *t, void **eHandle, const
 /* ---- startEvent, the commonest case in few lines of code ----
  * Under host sampling most events are children of a counted parent (a
  * handle of generation 0 of this thread's lane: CollApi, KernelLaunch,
- * Coll, a ProxyOp below it), and in a loop the memo holds their lookup.
+ * Coll, a ProxyOp below it) or the Group of a counted call, and in a loop
+ * the memo holds their lookup.
  * That case alone, checked as start_fast checks it, in a function of its
  * own: its code is a few cache lines, where start_fast's (which handles it
  * too) spans two dozen, each one a miss once NCCL's own code has run
@@ -1127,15 +1128,19 @@ static __attribute__((noinline)) int start_counted_child(cp_thr *t, void **eHand
   const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
   const uint64_t type64 = d->type;
   cp_pool *pool = t->last_lpool;
-  if (!pobj || (pobj & (0xFFu | CP_OFF_BIT)) != 0 || t->last_pool != pool ||
-      ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0 || !valid_type(type64))
-    return 0;
+  if (t->last_pool != pool || !valid_type(type64)) return 0;
   const uint32_t type = (uint32_t)type64;
+  uint32_t parent_path = CP_PATH_NONE;
+  if (pobj) {
+    if ((pobj & (0xFFu | CP_OFF_BIT)) != 0 || ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0) return 0;
+    parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
+    if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return 0;
+  } else if (type != ncclProfileGroup || t->hs_mode != HS_COUNTED) {
+    return 0;   /* a root: GroupApi decides its call (start_fast), ProxyCtrl is recorded */
+  }
   if (UNLIKELY(pool_finalized(pool) | atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)) ||
       (type == ncclProfileProxyOp && d->proxyOp.pid != atomic_load_explicit(&cp_hot.pid, memory_order_relaxed)))
     return 0;
-  const uint32_t parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
-  if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return 0;
   const cp_cmemo_key k = cp_cmemo_key_of(d, type);
   const cp_cmemo_ent *e = LIKELY(t != &cp_thr_emergency) ? cp_cmemo_find(t, parent_path, type, &k) : NULL;
   if (!e) return 0;
@@ -1607,6 +1612,39 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
   return state_more(t, pool, h, eState, a, 1);
 }
 
+/* ---- counted events' stops and states, before anything else ----
+ * A counted event (host sampling: a handle of generation 0, no slot)
+ * leaves nothing for its stop to do unless it is a GroupApi or a
+ * KernelLaunch (the mask control's and the launch timer's hooks), and its
+ * state only adds one to its path's states.  While no communicator was
+ * finalized, collprof runs and no capture is on (one line, cp_hot), these
+ * take that case before the thread's block or any pool is read: the
+ * handle's tag, generation and type bits say all.  What they leave out is
+ * the check that the handle's communicator is one of ours, which for a
+ * handle that does nothing but name a path is no loss; everything else
+ * (after finalize, after collprof_shutdown, with a capture, or any other
+ * handle) goes the way it went before. */
+static inline int quiet_now(void) {
+  return !(atomic_load_explicit(&cp_hot.fini_any, memory_order_relaxed) |
+           atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed) |
+           __atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED));
+}
+static inline int counted_handle(uint64_t h) {
+  return (h >> 60) == CP_HANDLE_TAG && (h & 0xFFu) == 0;
+}
+static inline int stop_quiet(uint64_t h) {
+  const uint32_t b = (uint32_t)(h >> 8) & 0xFu;   /* counted_slot: the type's bit index + 1 */
+  return counted_handle(h) && b != 0 && b != counted_slot(ncclProfileGroupApi) &&
+         b != counted_slot(ncclProfileKernelLaunch) && quiet_now();
+}
+static inline int state_quiet(uint64_t h) {
+  if (!counted_handle(h) || !quiet_now()) return 0;
+  cp_thr *t = cp_tls_thr;
+  if (UNLIKELY(t == NULL)) return 0;
+  state_counted(t, h);   /* an off event's path is none: nothing counted */
+  return 1;
+}
+
 /* ---- init / finalize ---- */
 static ncclResult_t init_common(void **context, uint64_t comm_id, int *mask, const char *name,
                                 int nnodes, int nranks, int rank, ncclDebugLogger_t logfn) {
@@ -1684,10 +1722,12 @@ static ncclResult_t v5_start(void *context, void **eHandle, ncclProfilerEventDes
   return cp_core_start(context, eHandle, d, 0);
 }
 static ncclResult_t api_stop(void *eHandle) {
+  if (LIKELY(stop_quiet((uint64_t)(uintptr_t)eHandle))) return NCCL_OK;
   if (UNLIKELY(cp_defer_handle(eHandle))) return cp_defer_stop(eHandle);
   return cp_core_stop(eHandle);
 }
 static ncclResult_t v5_state(void *eHandle, ncclProfilerEventState_v5_t st, ncclProfilerEventStateArgs_v5_t *a) {
+  if (LIKELY(state_quiet((uint64_t)(uintptr_t)eHandle))) return NCCL_OK;
   if (UNLIKELY(cp_defer_handle(eHandle))) return cp_defer_state(eHandle, (int)st, a);
   return cp_core_state(eHandle, (int)st, a);
 }

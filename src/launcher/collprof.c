@@ -54,7 +54,7 @@ static void cp_usage(FILE *f) {
     "                          (times become estimates) [COLLPROF_HOST_SAMPLE];\n"
     "                          1: every call; default auto: N from each\n"
     "                          thread's call rate, timed calls about\n"
-    "                          COLLPROF_HOST_SAMPLE_US (100) apart\n"
+    "                          COLLPROF_HOST_SAMPLE_US (1000) apart\n"
     "      --periods D:T[:R]   profile only in windows: off D seconds, on T seconds,\n"
     "                          R times (default 1, 0 for ever) [COLLPROF_PERIODS]\n"
     "      --paused            start with recording off, until the program calls\n"

@@ -67,7 +67,7 @@ int main(void) {
   ok(c->event_mask == (4095u & ~64u) && !c->mask_from_env, "default mask is 4095 without KernelCh");
   ok(c->gpu_sample == 16, "default: GPU sampling on 1 call in 16");
   ok(c->host_sample == CP_HOST_SAMPLE_AUTO, "default: host sampling auto (COLLPROF_HOST_SAMPLE=auto)");
-  ok(c->host_sample_us == 100, "default: auto keeps timed calls 100 us apart (COLLPROF_HOST_SAMPLE_US)");
+  ok(c->host_sample_us == 1000, "default: auto keeps timed calls 1000 us apart (COLLPROF_HOST_SAMPLE_US)");
   ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
   ok(c->start_paused == 0, "default: recording on from the start (COLLPROF_START_PAUSED=0)");
   ok(c->gpu_sample_us == 0, "default: GPU sampling exactly one call in N (COLLPROF_GPU_SAMPLE_US=0)");
@@ -167,8 +167,8 @@ int main(void) {
   free(w);
   bad_value("COLLPROF_GPU_SAMPLE_SMALL_BYTES", "big", "65536");
   ok(c->start_paused == 0, "bad COLLPROF_START_PAUSED falls back to 0");
-  bad_value("COLLPROF_HOST_SAMPLE_US", "soon", "100");
-  ok(c->host_sample_us == 100, "bad COLLPROF_HOST_SAMPLE_US falls back to 100");
+  bad_value("COLLPROF_HOST_SAMPLE_US", "soon", "1000");
+  ok(c->host_sample_us == 1000, "bad COLLPROF_HOST_SAMPLE_US falls back to 1000");
   bad_value("COLLPROF_PERIODS", "10", "no periods");
   bad_value("COLLPROF_PERIODS", "a:b", "no periods");
   bad_value("COLLPROF_PERIODS", "1:0", "no periods");
