@@ -21,6 +21,14 @@
  * built in the slot at start and copied once, at stop, straight into the
  * ring, and a state is a 32-byte record.
  *
+ * Counted events (host sampling, below: most of them) take shorter ways
+ * still.  A counted start whose lookup the thread's memo holds
+ * (counted_memo.h) goes to start_counted_child, or through start_fast to
+ * start_counted_fast, and writes no pool; a counted stop with no hook and
+ * a counted state are handled in the v5 entry points from the handle's
+ * bits (stop_quiet, state_quiet) while nothing that needs the full checks
+ * (a finalized communicator, shutdown, capture) has happened.
+ *
  * Two paths per callback.  Nearly every event NCCL sends is on the
  * communicator whose context (start) or pool (stop, state) this thread
  * decoded last, with a parent in the same pool: start_fast and the fast
@@ -1113,6 +1121,13 @@ static __attribute__((noinline)) int start_fast(cp_thr *t, void **eHandle, const
   return 1;
 }
 
+/* start_fast, else start_general: where start_counted_child hands over. */
+static __attribute__((noinline)) ncclResult_t start_rest(cp_thr *t, void **eHandle,
+                                                         const ncclProfilerEventDescr_v5_t *d, uint64_t ctxv) {
+  if (start_fast(t, eHandle, d, ctxv)) return NCCL_OK;
+  return start_general((void *)(uintptr_t)ctxv, eHandle, d, 0);
+}
+
 /* ---- startEvent, the commonest case in few lines of code ----
  * Under host sampling most events are children of a counted parent (a
  * handle of generation 0 of this thread's lane: CollApi, KernelLaunch,
@@ -1121,40 +1136,42 @@ static __attribute__((noinline)) int start_fast(cp_thr *t, void **eHandle, const
  * That case alone, checked as start_fast checks it, in a function of its
  * own: its code is a few cache lines, where start_fast's (which handles it
  * too) spans two dozen, each one a miss once NCCL's own code has run
- * between two callbacks (test/bench/lines_per_event.sh).  0: not that
- * case, nothing changed. */
-static __attribute__((noinline)) int start_counted_child(cp_thr *t, void **eHandle,
-                                                         const ncclProfilerEventDescr_v5_t *d, uint64_t ctxv) {
+ * between two callbacks (test/bench/lines_per_event.sh).  Any other case,
+ * with nothing changed, goes on to start_fast and start_general by a tail
+ * call, so that cp_core_start keeps no register across a call (which cost
+ * it 40 instructions a start: test/bench/instr_per_event.sh). */
+static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, void **eHandle,
+                                                                  const ncclProfilerEventDescr_v5_t *d,
+                                                                  uint64_t ctxv) {
   const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
   const uint64_t type64 = d->type;
   cp_pool *pool = t->last_lpool;
-  if (t->last_pool != pool || !valid_type(type64)) return 0;
+  if (t->last_pool != pool || !valid_type(type64)) return start_rest(t, eHandle, d, ctxv);
   const uint32_t type = (uint32_t)type64;
   uint32_t parent_path = CP_PATH_NONE;
   if (pobj) {
-    if ((pobj & (0xFFu | CP_OFF_BIT)) != 0 || ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0) return 0;
+    if ((pobj & (0xFFu | CP_OFF_BIT)) != 0 || ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0)
+      return start_rest(t, eHandle, d, ctxv);
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
-    if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return 0;
+    if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return start_rest(t, eHandle, d, ctxv);
   } else if (type != ncclProfileGroup || t->hs_mode != HS_COUNTED) {
-    return 0;   /* a root: GroupApi decides its call (start_fast), ProxyCtrl is recorded */
+    return start_rest(t, eHandle, d, ctxv);   /* a root: GroupApi decides its call (start_fast), ProxyCtrl is recorded */
   }
   if (UNLIKELY(pool_finalized(pool) | atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)) ||
       (type == ncclProfileProxyOp && d->proxyOp.pid != atomic_load_explicit(&cp_hot.pid, memory_order_relaxed)))
-    return 0;
+    return start_rest(t, eHandle, d, ctxv);
   const cp_cmemo_key k = cp_cmemo_key_of(d, type);
   const cp_cmemo_ent *e = LIKELY(t != &cp_thr_emergency) ? cp_cmemo_find(t, parent_path, type, &k) : NULL;
-  if (!e) return 0;
+  if (!e) return start_rest(t, eHandle, d, ctxv);
   counted_hit(t, eHandle, d, type, e, t->last_hkey, ctxv);
-  return 1;
+  return NCCL_OK;
 }
 
 ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEventDescr_v5_t *d, int v4) {
   CP_PH_BEGIN();
   cp_thr *t = cp_tls_thr;
   const uint64_t ctxv = (uint64_t)(uintptr_t)context;
-  if (LIKELY(eHandle && d && t && !v4 && ctxv && ctxv == t->last_ctx) &&
-      (start_counted_child(t, eHandle, d, ctxv) || start_fast(t, eHandle, d, ctxv)))
-    return NCCL_OK;
+  if (LIKELY(eHandle && d && t && !v4 && ctxv && ctxv == t->last_ctx)) return start_counted_child(t, eHandle, d, ctxv);
   return start_general(context, eHandle, d, v4);
 }
 
