@@ -57,21 +57,18 @@ static inline __attribute__((always_inline)) cp_cmemo_key cp_cmemo_key_of(const 
   return k;
 }
 
-/* The first of the two entries that may hold (parent path, type, count)
- * in t's table (the second is its neighbour, slot ^ 1): two ways, because
- * any index puts some two events of a loop's call on one slot (in the
- * bench's call of 12 events, with one entry per index, the CollApi and a
- * ProxyStep took turns and a sixth of the starts missed).  Not a random
- * hash: the events of one call have paths created together, so parent id
- * times the 12 types plus the type's index spreads them; the count's share
- * shifts the events of one size together, so that calls of a few sizes in
- * turn keep entries of their own. */
-static inline cp_cmemo_ent *cp_cmemo_slot(cp_thr *t, uint32_t parent, uint32_t type, uint64_t count) {
+/* The two entries (a set: slots 2i and 2i+1) that may hold (parent path,
+ * type, count) in t's table.  Two ways, because any index puts some two
+ * events of a loop's call on one set (in the bench's call of 12 events,
+ * with one entry per index, the CollApi and a ProxyStep took turns and a
+ * sixth of the starts missed).  Not a random hash: the events of one call
+ * have paths created together, so parent id times the 12 types plus the
+ * type's index spreads them; the count's share shifts the events of one
+ * size together, so that calls of a few sizes in turn keep entries of
+ * their own. */
+static inline cp_cmemo_ent *cp_cmemo_set(cp_thr *t, uint32_t parent, uint32_t type, uint64_t count) {
   const uint32_t c = (uint32_t)((count * 0x9E3779B97F4A7C15ull) >> 58);
-  return &t->cmemo[(parent * 12u + (uint32_t)__builtin_ctz(type) + c) & (CP_CMEMO - 1)];
-}
-static inline cp_cmemo_ent *cp_cmemo_other(cp_thr *t, const cp_cmemo_ent *e) {
-  return &t->cmemo[(unsigned)(e - t->cmemo) ^ 1u];
+  return &t->cmemo[(parent * 12u + (uint32_t)__builtin_ctz(type) + c) & (CP_CMEMO - 2)];
 }
 static inline __attribute__((always_inline)) int cp_cmemo_holds(const cp_cmemo_ent *e, uint32_t parent,
                                                                 uint32_t type, const cp_cmemo_key *k) {
@@ -83,20 +80,23 @@ static inline __attribute__((always_inline)) int cp_cmemo_holds(const cp_cmemo_e
 static inline __attribute__((always_inline)) const cp_cmemo_ent *cp_cmemo_find(cp_thr *t, uint32_t parent,
                                                                               uint32_t type,
                                                                               const cp_cmemo_key *k) {
-  const cp_cmemo_ent *e = cp_cmemo_slot(t, parent, type, k->count);
+  const cp_cmemo_ent *e = cp_cmemo_set(t, parent, type, k->count);
   if (__builtin_expect(cp_cmemo_holds(e, parent, type, k), 1)) return e;
-  e = cp_cmemo_other(t, e);
-  return cp_cmemo_holds(e, parent, type, k) ? e : NULL;
+  return cp_cmemo_holds(e + 1, parent, type, k) ? e + 1 : NULL;
 }
 
 /* Remember a counted start's lookup: its path, this thread's profile entry
  * of it (not NULL) and bytes (Coll/P2p: the profile's; CollApi/P2pApi:
- * count x datatype size, for the GPU sampling rule).  It takes the first
- * way; what was there moves to the second. */
+ * count x datatype size, for the GPU sampling rule).  An empty way takes
+ * it; with both full, the first way's moves to the second (the first
+ * holds the latest), so that two keys of one set settle in a way each. */
 static inline void cp_cmemo_fill(cp_thr *t, uint32_t parent, uint32_t type, const cp_cmemo_key *k, uint32_t path,
                                  cp_prof_ent *prof, uint64_t bytes) {
-  cp_cmemo_ent *e = cp_cmemo_slot(t, parent, type, k->count);
-  if (e->prof != NULL) *cp_cmemo_other(t, e) = *e;
+  cp_cmemo_ent *e = cp_cmemo_set(t, parent, type, k->count);
+  if (e->prof != NULL) {
+    if (e[1].prof == NULL) e++;
+    else e[1] = e[0];
+  }
   e->prof = prof;
   e->parent = parent;
   e->type = type;
