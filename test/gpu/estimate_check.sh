@@ -14,7 +14,8 @@
 # GPU_SAMPLE_US sets COLLPROF_GPU_SAMPLE_US (unset: collprof's default, 0,
 # one call in N), to compare the spacing's estimate; GPU_SAMPLE_SMALL sets
 # COLLPROF_GPU_SAMPLE_SMALL (unset: the default, calls under 64 KiB one in
-# 4 N; 1: every call one in N), to compare the small calls' rate.
+# 4 N; 1: every call one in N), to compare the small calls' rate, and
+# GPU_SAMPLE_SMALL_BYTES sets COLLPROF_GPU_SAMPLE_SMALL_BYTES.
 # A report, not a check: runs of this app differ by up to 3x (its split
 # phase), so only the distributions say anything.  Each run takes about
 # 6 s on H200 (4 ranks).
@@ -43,6 +44,7 @@ one() {   # SAMPLE REP
     -x NCCL_PROFILER_PLUGIN="$PLUGIN" -x COLLPROF_OUTPUT_DIR="$d/prof" -x COLLPROF_QUIET=1 \
     -x COLLPROF_TRACE=0 -x COLLPROF_GPU_SAMPLE="$1" ${GPU_SAMPLE_US:+-x COLLPROF_GPU_SAMPLE_US=$GPU_SAMPLE_US} \
     ${GPU_SAMPLE_SMALL:+-x COLLPROF_GPU_SAMPLE_SMALL=$GPU_SAMPLE_SMALL} \
+    ${GPU_SAMPLE_SMALL_BYTES:+-x COLLPROF_GPU_SAMPLE_SMALL_BYTES=$GPU_SAMPLE_SMALL_BYTES} \
     "$APP" --out "$d/app" --phases all --iters 20 --warmup 5 >"$d/app.log" 2>&1
   local rc=$?
   echo "run N=$1 #$2: rc $rc"
