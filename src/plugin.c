@@ -1020,10 +1020,10 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
  * a foreign ProxyOp.  That is nearly every event NCCL sends; everything
  * else (PXN, other pools, bad arguments, v4) goes to start_general, which
  * is the reference: this path must do exactly what it would.  Returns 0,
- * having changed nothing, to hand the event over.  Not inlined: its
- * registers would make cp_core_start save and restore six of them for the
- * counted children too (start_counted_child), about 40 instructions a
- * start. */
+ * having changed nothing, to hand the event over.  Reached through
+ * start_counted_child, which takes most counted events itself: what comes
+ * here is a GroupApi, a recorded event, or a counted one the memo did not
+ * hold. */
 static __attribute__((noinline)) int start_fast(cp_thr *t, void **eHandle, const ncclProfilerEventDescr_v5_t *d,
                                                 uint64_t ctxv) {
   cp_pool *pool = t->last_lpool;
@@ -1631,9 +1631,9 @@ ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventSta
 
 /* ---- counted events' stops and states, before anything else ----
  * A counted event (host sampling: a handle of generation 0, no slot)
- * leaves nothing for its stop to do unless it is a GroupApi or a
- * KernelLaunch (the mask control's and the launch timer's hooks), and its
- * state only adds one to its path's states.  While no communicator was
+ * leaves its stop nothing to do but a GroupApi's or a KernelLaunch's
+ * hooks (the mask control's and the launch timer's), and its state only
+ * adds one to its path's states.  While no communicator was
  * finalized, collprof runs and no capture is on (one line, cp_hot), these
  * take that case before the thread's block or any pool is read: the
  * handle's tag, generation and type bits say all.  What they leave out is
@@ -1651,8 +1651,13 @@ static inline int counted_handle(uint64_t h) {
 }
 static inline int stop_quiet(uint64_t h) {
   const uint32_t b = (uint32_t)(h >> 8) & 0xFu;   /* counted_slot: the type's bit index + 1 */
-  return counted_handle(h) && b != 0 && b != counted_slot(ncclProfileGroupApi) &&
-         b != counted_slot(ncclProfileKernelLaunch) && quiet_now();
+  if (!counted_handle(h) || b == 0 || !quiet_now()) return 0;
+  if (b == counted_slot(ncclProfileGroupApi) || b == counted_slot(ncclProfileKernelLaunch)) {
+    cp_thr *t = cp_tls_thr;   /* their hooks: the calling thread's, as stop_general gives them */
+    if (UNLIKELY(t == NULL)) return 0;
+    stop_counted(t, h);
+  }
+  return 1;
 }
 static inline int state_quiet(uint64_t h) {
   if (!counted_handle(h) || !quiet_now()) return 0;
