@@ -1020,12 +1020,11 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
  * a foreign ProxyOp.  That is nearly every event NCCL sends; everything
  * else (PXN, other pools, bad arguments, v4) goes to start_general, which
  * is the reference: this path must do exactly what it would.  Returns 0,
- * having changed nothing, to hand the event over.  Reached through
- * start_counted_child, which takes most counted events itself: what comes
- * here is a GroupApi, a recorded event, or a counted one the memo did not
- * hold. */
-static __attribute__((noinline)) int start_fast(cp_thr *t, void **eHandle, const ncclProfilerEventDescr_v5_t *d,
-                                                uint64_t ctxv) {
+ * having changed nothing, to hand the event over.  Most counted events
+ * never come here (start_counted_child takes them): what does is a
+ * GroupApi, a recorded event, or a counted one the memo did not hold. */
+static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eHandle,
+                                                            const ncclProfilerEventDescr_v5_t *d, uint64_t ctxv) {
   cp_pool *pool = t->last_lpool;
   const uint64_t type64 = d->type;
   const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
@@ -1136,10 +1135,11 @@ static __attribute__((noinline)) ncclResult_t start_rest(cp_thr *t, void **eHand
  * That case alone, checked as start_fast checks it, in a function of its
  * own: its code is a few cache lines, where start_fast's (which handles it
  * too) spans two dozen, each one a miss once NCCL's own code has run
- * between two callbacks (test/bench/lines_per_event.sh).  Any other case,
- * with nothing changed, goes on to start_fast and start_general by a tail
- * call, so that cp_core_start keeps no register across a call (which cost
- * it 40 instructions a start: test/bench/instr_per_event.sh). */
+ * between two callbacks (test/bench/lines_per_event.sh).  cp_core_start
+ * sends only what may be that case here, and anything else, with nothing
+ * changed, goes on to start_fast and start_general (start_rest); both by
+ * tail calls, so that cp_core_start keeps no register across a call (which
+ * cost it 40 instructions a start: test/bench/instr_per_event.sh). */
 static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, void **eHandle,
                                                                   const ncclProfilerEventDescr_v5_t *d,
                                                                   uint64_t ctxv) {
@@ -1171,7 +1171,14 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
   CP_PH_BEGIN();
   cp_thr *t = cp_tls_thr;
   const uint64_t ctxv = (uint64_t)(uintptr_t)context;
-  if (LIKELY(eHandle && d && t && !v4 && ctxv && ctxv == t->last_ctx)) return start_counted_child(t, eHandle, d, ctxv);
+  if (LIKELY(eHandle && d && t && !v4 && ctxv && ctxv == t->last_ctx)) {
+    /* a counted parent's child, or a Group (of a counted call or not):
+     * the short way first; a recorded event straight on */
+    const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
+    if (pobj ? (pobj & (0xFFu | CP_OFF_BIT)) == 0 : d->type == ncclProfileGroup)
+      return start_counted_child(t, eHandle, d, ctxv);
+    return start_rest(t, eHandle, d, ctxv);
+  }
   return start_general(context, eHandle, d, v4);
 }
 
