@@ -259,7 +259,12 @@ static void sc_periods(void) {
   double t0 = now_s();
   __atomic_store_n(&g_mask, 12345, __ATOMIC_RELAXED);
   uint32_t v = cp_mask_attach(&g_mask);
-  check(v == OFF && MASK() == OFF, "periods: GroupApi alone before the first window (%u)", v);
+  const int m0 = MASK();
+  /* judged only if this thread got here before the first window opened:
+   * on a loaded machine (a sanitizer build, two cores) it once did not */
+  const double late = now_s() - t0;
+  check(late >= 0.045 || (v == OFF && m0 == OFF), "periods: GroupApi alone before the first window (%u)%s", v,
+        late >= 0.045 ? " (not judged: this thread ran 45 ms late)" : "");
   double flips[16];
   int nflip = 0, last = 0;
   int on_values_ok = 1;
@@ -440,9 +445,11 @@ static void sc_v4(int n) {
 }
 
 /* A window that closes while KernelCh is on: the mask drops to 0 at the
- * next group stop, not in the middle of a group. */
+ * next group stop, not in the middle of a group.  The window is 0.3 s
+ * long, so that a thread the scheduler holds back (a sanitizer build on a
+ * loaded machine held it past a 0.05-s window) still sees it open. */
 static void sc_window_close(void) {
-  config(DEFAULT_MASK, 1, "0:0.05:1");
+  config(DEFAULT_MASK, 1, "0:0.3:1");
   cp_mask_attach(&g_mask);
   double t0 = now_s();
   while (MASK() == OFF && now_s() - t0 < 1) {
@@ -457,7 +464,7 @@ static void sc_window_close(void) {
   check((uint32_t)MASK() == (DEFAULT_MASK | KC), "N=1: KernelCh at the first group stop (0x%x)",
         (unsigned)MASK());
   cp_mask_on_group_start(1);            /* a group open across the window's end */
-  while (now_s() - t0 < 0.15) {
+  while (now_s() - t0 < 0.4) {
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
   }
