@@ -14,8 +14,8 @@
  * handle is the same value at every call (generation 0, no slot).
  *
  * So the first counted start of each (parent path, type, func string,
- * datatype string, count) fills an entry of a small direct-mapped table in
- * the thread's block (tls.h) with the path, the thread's profile entry of
+ * datatype string, count) fills an entry of a small two-way table in the
+ * thread's block (tls.h) with the path, the thread's profile entry of
  * that path and the bytes; the next one compares the key in that one line
  * and goes straight to counting.  The result is what the full lookup
  * gives, since every input of that lookup is in the key, with one
@@ -28,7 +28,9 @@
  * Entries never go stale otherwise: path ids never change, a thread's
  * profile chunks are never freed (a block handed to a new thread keeps
  * them), and the parent is named by its path id, not its handle, so the
- * same entry serves every communicator.
+ * same entry serves every communicator.  The block threads share when no
+ * block of their own could be allocated (tls.h) has no memo: find finds
+ * nothing there and fill fills nothing.
  */
 #ifndef COLLPROF_COUNTED_MEMO_H
 #define COLLPROF_COUNTED_MEMO_H
@@ -80,6 +82,7 @@ static inline __attribute__((always_inline)) int cp_cmemo_holds(const cp_cmemo_e
 static inline __attribute__((always_inline)) const cp_cmemo_ent *cp_cmemo_find(cp_thr *t, uint32_t parent,
                                                                               uint32_t type,
                                                                               const cp_cmemo_key *k) {
+  if (__builtin_expect(t == &cp_thr_emergency, 0)) return NULL;
   const cp_cmemo_ent *e = cp_cmemo_set(t, parent, type, k->count);
   if (__builtin_expect(cp_cmemo_holds(e, parent, type, k), 1)) return e;
   return cp_cmemo_holds(e + 1, parent, type, k) ? e + 1 : NULL;
@@ -92,6 +95,7 @@ static inline __attribute__((always_inline)) const cp_cmemo_ent *cp_cmemo_find(c
  * holds the latest), so that two keys of one set settle in a way each. */
 static inline void cp_cmemo_fill(cp_thr *t, uint32_t parent, uint32_t type, const cp_cmemo_key *k, uint32_t path,
                                  cp_prof_ent *prof, uint64_t bytes) {
+  if (t == &cp_thr_emergency) return;
   cp_cmemo_ent *e = cp_cmemo_set(t, parent, type, k->count);
   if (e->prof != NULL) {
     if (e[1].prof == NULL) e++;

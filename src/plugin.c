@@ -780,6 +780,13 @@ static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool
   }
 }
 
+/* A counted or off call's GroupApi: the pool takes in what other threads
+ * posted to it (start_counted says why). */
+static inline void group_takes_posts(cp_thr *t, cp_pool *pool) {
+  if (UNLIKELY(atomic_load_explicit(&pool->in_tail, memory_order_acquire) != pool->in_seen))
+    cp_pool_leave(pool, cp_pool_enter(pool, t));
+}
+
 /* An event of a counted call (host sampling, above): its path counted, a
  * handle of generation 0 that still names its path and pool, the hooks as
  * for any event.  A counted call never enters its pool, so at its GroupApi
@@ -792,9 +799,7 @@ static inline __attribute__((always_inline)) void start_counted(cp_thr *t, void 
                                                                 const ncclProfilerEventDescr_v5_t *d,
                                                                 uint32_t type, uint32_t path, uint64_t bytes,
                                                                 cp_pool *pool, uint64_t ctxv) {
-  if (type == ncclProfileGroupApi &&
-      UNLIKELY(atomic_load_explicit(&pool->in_tail, memory_order_acquire) != pool->in_seen))
-    cp_pool_leave(pool, cp_pool_enter(pool, t));
+  if (type == ncclProfileGroupApi) group_takes_posts(t, pool);
   if (LIKELY(path != CP_PATH_NONE) && cp_profile_count_t(t, path, bytes)) t->hs_force = 1;
   const uint64_t handle = pool_handle(pool, path, counted_slot(type), 0);
   *eHandle = (void *)(uintptr_t)handle;
@@ -809,6 +814,8 @@ static inline __attribute__((always_inline)) void counted_hit(cp_thr *t, void **
                                                               const cp_cmemo_ent *e, uint64_t hkey, uint64_t ctxv) {
   const uint64_t bytes = (type & (ncclProfileColl | ncclProfileP2p)) ? e->bytes : 0;
   if (cp_profile_count_e(e->prof, bytes)) t->hs_force = 1;
+  /* pool_handle's fields from hkey, without its masks: a memo's path is a
+   * real id and counted_slot below 16 (two instructions a start) */
   const uint64_t handle = hkey | ((uint64_t)e->path << 44) | ((uint64_t)counted_slot(type) << 8);
   *eHandle = (void *)(uintptr_t)handle;
   cp_inc(&t->counted, 1);
@@ -823,12 +830,9 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
                                                          uint32_t parent_path, cp_pool *pool, uint64_t hkey,
                                                          uint64_t ctxv) {
   const cp_cmemo_key k = cp_cmemo_key_of(d, type);
-  const int memo = LIKELY(t != &cp_thr_emergency);
-  const cp_cmemo_ent *e = memo ? cp_cmemo_find(t, parent_path, type, &k) : NULL;
+  const cp_cmemo_ent *e = cp_cmemo_find(t, parent_path, type, &k);
   if (LIKELY(e != NULL)) {
-    if (type == ncclProfileGroupApi &&
-        UNLIKELY(atomic_load_explicit(&pool->in_tail, memory_order_acquire) != pool->in_seen))
-      cp_pool_leave(pool, cp_pool_enter(pool, t));
+    if (type == ncclProfileGroupApi) group_takes_posts(t, pool);
     counted_hit(t, eHandle, d, type, e, hkey, ctxv);
     return;
   }
@@ -837,7 +841,7 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
   descr_func(t, d, type, &func, &dt, &bytes);
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
   start_counted(t, eHandle, d, type, path, bytes, pool, ctxv);
-  cp_prof_ent *pe = memo && path != CP_PATH_NONE ? cp_prof_ent_get(t, path) : NULL;
+  cp_prof_ent *pe = path != CP_PATH_NONE ? cp_prof_ent_get(t, path) : NULL;
   if (pe) {
     const int api = type == ncclProfileCollApi || type == ncclProfileP2pApi;
     cp_cmemo_fill(t, parent_path, type, &k, path, pe, api ? api_bytes(t, d, type) : bytes);
@@ -851,8 +855,7 @@ static __attribute__((noinline)) void start_off(cp_thr *t, void **eHandle, const
                                                 uint32_t type, cp_pool *pool) {
   *eHandle = (void *)(uintptr_t)pool_handle(pool, CP_PATH_NONE, counted_slot(type) | CP_OFF_SLOT, 0);
   if (type != ncclProfileGroupApi) return;
-  if (UNLIKELY(atomic_load_explicit(&pool->in_tail, memory_order_acquire) != pool->in_seen))
-    cp_pool_leave(pool, cp_pool_enter(pool, t));
+  group_takes_posts(t, pool);
   if (UNLIKELY(d->groupApi.graphCaptured)) cp_mask_on_graph_capture();
   cp_mask_on_group_start(t->tid);
 }
@@ -1029,7 +1032,8 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   const uint64_t type64 = d->type;
   const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
   /* the lane's finalized flag, set with the communicator's (fini_common),
-   * on the pool line read anyway: the communicator's line stays cold */
+   * read only once some communicator was (pool_finalized): the
+   * communicator's line and, for a counted event, the pool's stay cold */
   if (UNLIKELY((!valid_type(type64)) | pool_finalized(pool) | atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)))
     return 0;
   /* the pool's handle bits from the thread's line where it is the pool
@@ -1161,7 +1165,7 @@ static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, voi
       (type == ncclProfileProxyOp && d->proxyOp.pid != atomic_load_explicit(&cp_hot.pid, memory_order_relaxed)))
     return start_rest(t, eHandle, d, ctxv);
   const cp_cmemo_key k = cp_cmemo_key_of(d, type);
-  const cp_cmemo_ent *e = LIKELY(t != &cp_thr_emergency) ? cp_cmemo_find(t, parent_path, type, &k) : NULL;
+  const cp_cmemo_ent *e = cp_cmemo_find(t, parent_path, type, &k);
   if (!e) return start_rest(t, eHandle, d, ctxv);
   counted_hit(t, eHandle, d, type, e, t->last_hkey, ctxv);
   return NCCL_OK;

@@ -27,43 +27,42 @@
 #include "paths.h"
 #include "plugin.h"
 
+/* An event of the call below: CollApi or Coll of count floats named func
+ * (under parent), else one without a descriptor body (h1_start). */
+static void *start(void *ctx, uint64_t type, void *parent, const char *func, size_t count) {
+  if (type != ncclProfileCollApi && type != ncclProfileColl) return h1_start(ctx, type, parent, NULL);
+  ncclProfilerEventDescr_v5_t d;
+  memset(&d, 0, sizeof d);
+  d.type = type;
+  d.parentObj = parent;
+  if (type == ncclProfileCollApi) {
+    d.collApi.func = func;
+    d.collApi.count = count;
+    d.collApi.datatype = "ncclFloat32";
+  } else {
+    d.coll.func = func;
+    d.coll.count = count;
+    d.coll.datatype = "ncclFloat32";
+    d.coll.algo = "RING";
+    d.coll.proto = "LL";
+    d.coll.nChannels = 1;
+  }
+  void *h = NULL;
+  ncclProfiler_v5.startEvent(ctx, &h, &d);
+  return h;
+}
+
 /* One all-reduce of count floats named func, as NCCL 2.28 sends it over
  * NVLink on the application thread (KernelCh and ProxyCtrl aside). */
 static void call(void *ctx, const char *func, size_t count) {
-  ncclProfilerEventDescr_v5_t d;
-  void *ga = NULL, *ca = NULL, *kl = NULL, *gr = NULL, *co = NULL;
-  memset(&d, 0, sizeof d);
-  d.type = ncclProfileGroupApi;
-  ncclProfiler_v5.startEvent(ctx, &ga, &d);
+  void *ga = start(ctx, ncclProfileGroupApi, NULL, NULL, 0);
   ncclProfiler_v5.recordEventState(ga, ncclProfilerGroupStartApiStop, NULL);
-  memset(&d, 0, sizeof d);
-  d.type = ncclProfileCollApi;
-  d.parentObj = ga;
-  d.collApi.func = func;
-  d.collApi.count = count;
-  d.collApi.datatype = "ncclFloat32";
-  ncclProfiler_v5.startEvent(ctx, &ca, &d);
+  void *ca = start(ctx, ncclProfileCollApi, ga, func, count);
   ncclProfiler_v5.stopEvent(ca);
   ncclProfiler_v5.recordEventState(ga, ncclProfilerGroupEndApiStart, NULL);
-  memset(&d, 0, sizeof d);
-  d.type = ncclProfileKernelLaunch;
-  d.parentObj = ga;
-  ncclProfiler_v5.startEvent(ctx, &kl, &d);
-  ncclProfiler_v5.stopEvent(kl);
-  memset(&d, 0, sizeof d);
-  d.type = ncclProfileGroup;
-  ncclProfiler_v5.startEvent(ctx, &gr, &d);
-  memset(&d, 0, sizeof d);
-  d.type = ncclProfileColl;
-  d.parentObj = ca;
-  d.coll.func = func;
-  d.coll.count = count;
-  d.coll.datatype = "ncclFloat32";
-  d.coll.algo = "RING";
-  d.coll.proto = "LL";
-  d.coll.nChannels = 1;
-  ncclProfiler_v5.startEvent(ctx, &co, &d);
-  ncclProfiler_v5.stopEvent(co);
+  ncclProfiler_v5.stopEvent(start(ctx, ncclProfileKernelLaunch, ga, NULL, 0));
+  void *gr = start(ctx, ncclProfileGroup, NULL, NULL, 0);
+  ncclProfiler_v5.stopEvent(start(ctx, ncclProfileColl, ca, func, count));
   ncclProfiler_v5.stopEvent(gr);
   ncclProfiler_v5.stopEvent(ga);
 }
