@@ -150,8 +150,12 @@ static double spin_rate(int threads) {
 
 /* Run one child; fill *r.  Returns 0 on success. */
 static int run_child(const conf *c, int threads, long iters, bench_result *r) {
-  char dir[] = "/tmp/collprof-bench.XXXXXX";
-  if (!mkdtemp(dir)) return -1;
+  /* The trace goes where $TMPDIR says (default /tmp): on a slow disk the
+   * kernel's writeback competes with the measured thread for the cores. */
+  const char *tmp = getenv("TMPDIR");
+  char dir[256];
+  const int dn = snprintf(dir, sizeof dir, "%s/collprof-bench.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (dn < 0 || (size_t)dn >= sizeof dir || !mkdtemp(dir)) return -1;
   int fd[2];
   if (pipe(fd) != 0) return -1;
   pid_t pid = fork();
