@@ -371,10 +371,50 @@ static inline uint32_t hs_rand(cp_thr *t) {
   return t->hs_rand = x;
 }
 
+/* A path this thread counted without a time (calls == untimed): time the
+ * next API calls until one of them has timed it, at most CP_HS_FORCE_CALLS
+ * of them, so that every path gets a time early even where host sampling
+ * would leave it none (COLLPROF_HOST_SAMPLE=0, or auto before its block
+ * comes round).  The next call is not always of the asking path's kind: in
+ * a loop of two kinds of call in turn it never is, and forcing only the
+ * next one timed the other kind at every call while the asking path got
+ * no time at all.  One path is served at a time, and a path asks only at
+ * its first CP_HS_FORCE_ASKS counts: one that no call can time costs
+ * nothing, one whose calls are timed elsewhere at most that many rounds.
+ * The counting start only notes the path (hs_ask: two stores, no call,
+ * so the counted starts keep no register across one); the next GroupApi
+ * takes it up (hs_forced). */
+#define CP_HS_FORCE_CALLS 8
+#define CP_HS_FORCE_ASKS 4
+#define CP_HS_ASKED 64   /* in hs_force: hs_ask holds a path that asked */
+static inline __attribute__((always_inline)) void hs_ask(cp_thr *t, const cp_prof_ent *pe) {
+  t->hs_ask = pe;
+  t->hs_force |= CP_HS_ASKED;
+}
+/* At a GroupApi with hs_force set: whether this call is forced timed. */
+static __attribute__((noinline)) int hs_forced(cp_thr *t) {
+  if (t->hs_force & CP_HS_ASKED) {
+    const cp_prof_ent *a = t->hs_ask;
+    t->hs_force &= ~CP_HS_ASKED;
+    if (!t->hs_force && cp_ld(&a->untimed) <= CP_HS_FORCE_ASKS) {
+      t->hs_force_pe = a;
+      t->hs_force = CP_HS_FORCE_CALLS;
+    }
+  }
+  if (!t->hs_force) return 0;
+  const cp_prof_ent *pe = t->hs_force_pe;
+  if (cp_ld(&pe->calls) != cp_ld(&pe->untimed)) {   /* timed since */
+    t->hs_force = 0;
+    return 0;
+  }
+  t->hs_force--;
+  return 1;
+}
+
 /* At each GroupApi start (both start paths, once per GroupApi): whether
  * this call has KernelCh on (t->sampled, mask_control.h; 2 = a first-call
  * sample) and what is recorded of it. */
-static inline void hs_decide(cp_thr *t) {
+static inline __attribute__((always_inline)) void hs_decide(cp_thr *t) {
   if (UNLIKELY(atomic_load_explicit(&cp_hot.off, memory_order_relaxed))) {
     t->sampled = 0;
     t->hs_mode = HS_OFF;
@@ -396,8 +436,7 @@ static inline void hs_decide(cp_thr *t) {
   }
   /* the block's sample weighs N (host_sample.h); a forced extra one 1 */
   t->hs_wlg = (int8_t)(timed && n < 0 ? t->hs_lg : 0);
-  timed |= t->hs_force;
-  t->hs_force = 0;
+  if (UNLIKELY(t->hs_force)) timed |= hs_forced(t);
   t->hs_mode = (int8_t)(timed ? HS_TIMED : t->sampled ? HS_UNTIMED : HS_COUNTED);
 }
 
@@ -800,7 +839,8 @@ static inline __attribute__((always_inline)) void start_counted(cp_thr *t, void 
                                                                 uint32_t type, uint32_t path, uint64_t bytes,
                                                                 cp_pool *pool, uint64_t ctxv) {
   if (type == ncclProfileGroupApi) group_takes_posts(t, pool);
-  if (LIKELY(path != CP_PATH_NONE) && cp_profile_count_t(t, path, bytes)) t->hs_force = 1;
+  cp_prof_ent *pe = LIKELY(path != CP_PATH_NONE) ? cp_prof_ent_get(t, path) : NULL;
+  if (pe && cp_profile_count_e(pe, bytes)) hs_ask(t, pe);
   const uint64_t handle = pool_handle(pool, path, counted_slot(type), 0);
   *eHandle = (void *)(uintptr_t)handle;
   cp_inc(&t->counted, 1);
@@ -813,7 +853,7 @@ static inline __attribute__((always_inline)) void counted_hit(cp_thr *t, void **
                                                               const ncclProfilerEventDescr_v5_t *d, uint32_t type,
                                                               const cp_cmemo_ent *e, uint64_t hkey, uint64_t ctxv) {
   const uint64_t bytes = (type & (ncclProfileColl | ncclProfileP2p)) ? e->bytes : 0;
-  if (cp_profile_count_e(e->prof, bytes)) t->hs_force = 1;
+  if (UNLIKELY(cp_profile_count_e(e->prof, bytes))) hs_ask(t, e->prof);
   /* pool_handle's fields from hkey, without its masks: a memo's path is a
    * real id and counted_slot below 16 (two instructions a start) */
   const uint64_t handle = hkey | ((uint64_t)e->path << 44) | ((uint64_t)counted_slot(type) << 8);
@@ -1389,7 +1429,10 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   }
   if (LIKELY(path != CP_PATH_NONE)) {
     if (LIKELY(!untimed)) cp_profile_stop_t(t, path, dur, self, bytes, wlg);
-    else if (cp_profile_count_t(t, path, bytes)) t->hs_force = 1;   /* a recorded, untimed call */
+    else {   /* a recorded, untimed call */
+      cp_prof_ent *pe = cp_prof_ent_get(t, path);
+      if (pe && cp_profile_count_e(pe, bytes)) hs_ask(t, pe);
+    }
     if (UNLIKELY(kch) && kch_ok) cp_profile_gpu_t(t, path, ge - gs, 0);
   }
   CP_PH(CP_PH_T_PROFILE, 0);

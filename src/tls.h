@@ -80,8 +80,8 @@ typedef struct cp_thr {
   int8_t hs_mode;               /* plugin.c, host sampling: this thread's API call is
                                    timed (0, also where no GroupApi ever starts),
                                    recorded untimed (1) or counted only (2) */
-  int8_t hs_force;              /* a path without a timed event was counted: time
-                                   the next API call */
+  int8_t hs_force;              /* API calls still to time for hs_force_pe, and
+                                   whether hs_ask holds a path (plugin.c, hs_ask) */
   uint32_t lt_cur;              /* launch_timer.h: the open timed launch's slot + 1, 0 = none */
   int tid;
   uint32_t last_pidx;
@@ -108,6 +108,8 @@ typedef struct cp_thr {
   /* plugin.c, host sampling: position in the block of N API calls, the
    * call of the block to time, the generator that draws it */
   uint32_t hs_n, hs_pos, hs_rand;
+  const struct cp_prof_ent *hs_force_pe;   /* the path hs_force times calls for */
+  const struct cp_prof_ent *hs_ask;        /* a path counted without a time, to serve next */
   /* host sampling, auto (host_sample.h): the current block's size and its
    * log2, API calls since the last recorded one, when that one started,
    * and the running mean gap between calls */

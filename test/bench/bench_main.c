@@ -155,7 +155,11 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
   const char *tmp = getenv("TMPDIR");
   char dir[256];
   const int dn = snprintf(dir, sizeof dir, "%s/collprof-bench.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (dn < 0 || (size_t)dn >= sizeof dir || !mkdtemp(dir)) return -1;
+  if (dn < 0 || (size_t)dn >= sizeof dir || !mkdtemp(dir)) {
+    fprintf(stderr, "collprof-bench: cannot make a folder for the run under %s: %s\n", tmp && *tmp ? tmp : "/tmp",
+            dn < 0 || (size_t)dn >= sizeof dir ? "name too long" : strerror(errno));
+    return -1;
+  }
   int fd[2];
   if (pipe(fd) != 0) return -1;
   pid_t pid = fork();
@@ -172,6 +176,11 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
     setenv("COLLPROF_GPU_SAMPLE", "1", 1);
     setenv("COLLPROF_HOST_SAMPLE", "1", 1);   /* every call timed unless the row says */
     setenv("COLLPROF_QUIET", "1", 1);
+    /* The trees' streams are no CUDA streams: on a host with a CUDA driver
+     * the launch timer would hand them to it (cuEventRecord), which
+     * crashed there.  Without a driver it is off anyway, so the rows
+     * measure the same work on every machine. */
+    setenv("COLLPROF_LAUNCH_SAMPLE", "0", 1);
     setenv("COLLPROF_OUTPUT_DIR", dir, 1);
     unsetenv("COLLPROF_PERIODS");
     unsetenv("LD_PRELOAD");

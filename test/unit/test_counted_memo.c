@@ -4,8 +4,9 @@
  * state_quiet) give the numbers the full lookup gives, and hand over to
  * the full checks where those matter.
  *
- * Every call is only counted here (COLLPROF_HOST_SAMPLE=0; but the call
- * after a path's first is timed).  Loops of
+ * Every call is only counted here (COLLPROF_HOST_SAMPLE=0; but a path's
+ * first count has calls timed until one times it: in a loop of two kinds
+ * of call in turn, two calls).  Loops of
  * NVLink-shaped calls (GroupApi with its two states, CollApi,
  * KernelLaunch, Group, Coll under its CollApi) must give exact calls,
  * states and bytes per path: one size; two sizes and two functions in
@@ -85,6 +86,16 @@ static void check(const char *what, const want *w, size_t n) {
   collprof_snapshot_free(&s);
 }
 
+/* The calls of a path that were timed (recorded with a time), now. */
+static uint64_t timed_calls(const char *path) {
+  collprof_snapshot s;
+  if (collprof_snapshot_take(&s) != 0) return 0;
+  const collprof_path_stat *p = h1_find(&s, path);
+  const uint64_t n = p ? p->calls - p->untimed_calls : 0;
+  collprof_snapshot_free(&s);
+  return n;
+}
+
 /* The memo holds (parent path of parent_str, type, func, count). */
 static int memo_holds(const char *parent_str, uint32_t type, const char *func, uint64_t count) {
   uint32_t parent = CP_PATH_NONE;
@@ -124,10 +135,9 @@ int main(void) {
          memo_holds("GroupApi/CollApi:AllReduce", ncclProfileColl, AR, 8),
      "the memo holds the loop's five starts");
 
-  /* two sizes and two functions in turn, each first alone: a path's first
-   * counted call has the next call timed, which in turn would be the other
-   * one's (it would then be timed at every turn, and this the memo's test
-   * no more) */
+  /* two sizes and two functions in turn, each first alone (a path's first
+   * count has calls timed until one times it: here the call after it, and
+   * every call of the loop is counted) */
   for (int i = 0; i < 2; i++) call(a, AR, 1024);
   for (int i = 0; i < 2; i++) call(a, BC, 8);
   for (int i = 0; i < N - 2; i++) {
@@ -170,6 +180,25 @@ int main(void) {
                        {"GroupApi", 6 * N + 12 * CP_CMEMO, 2 * (6 * N + 12 * CP_CMEMO), 0}};
   check("two communicators in turn", both, 2);
   free(copy);
+
+  /* two kinds of call in turn from their very first call: each path's
+   * first count asks for calls to be timed until one times it (plugin.c,
+   * hs_ask); forcing only the next call timed the other kind at every
+   * turn, half the calls, while the asking path got no time at all */
+  const uint64_t timed0 = timed_calls("GroupApi");
+  for (int i = 0; i < N; i++) {
+    call(a, "ReduceScatter", 8);
+    call(a, "AlltoAll", 8);
+  }
+  const uint64_t timed = timed_calls("GroupApi") - timed0;
+  ok(timed >= 1 && timed <= 4, "two kinds in turn from the start: %llu of %d calls timed (want 1 to 4)",
+     (unsigned long long)timed, 2 * N);
+  ok(timed_calls("GroupApi/CollApi:ReduceScatter/Coll:ReduceScatter") >= 1 &&
+         timed_calls("GroupApi/CollApi:AlltoAll/Coll:AlltoAll") >= 1,
+     "...and each kind has a timed call");
+  const want turn[] = {{"GroupApi/CollApi:ReduceScatter/Coll:ReduceScatter", N, 0, N * 32},
+                       {"GroupApi/CollApi:AlltoAll/Coll:AlltoAll", N, 0, N * 32}};
+  check("two kinds in turn from the start", turn, 2);
 
   /* a counted event of a finalized communicator: its stop and state are
    * bad calls, as for a recorded one */
