@@ -72,43 +72,48 @@ static inline cp_cmemo_ent *cp_cmemo_set(cp_thr *t, uint32_t parent, uint32_t ty
   const uint32_t c = (uint32_t)((count * 0x9E3779B97F4A7C15ull) >> 58);
   return &t->cmemo[(parent * 12u + (uint32_t)__builtin_ctz(type) + c) & (CP_CMEMO - 2)];
 }
-static inline __attribute__((always_inline)) int cp_cmemo_holds(const cp_cmemo_ent *e, uint32_t parent,
-                                                                uint32_t type, const cp_cmemo_key *k) {
-  return e->prof != NULL && e->parent == parent && e->type == type && e->func == k->func && e->dt == k->dt &&
-         e->count == k->count;
+static inline uint64_t cp_cmemo_pt(uint32_t parent, uint32_t type) { return (uint64_t)parent << 32 | type; }
+static inline __attribute__((always_inline)) int cp_cmemo_holds(const cp_cmemo_ent *e, uint64_t pt,
+                                                                const cp_cmemo_key *k) {
+  return e->pt == pt && e->func == k->func && e->dt == k->dt && e->count == k->count;
 }
 
-/* The entry that holds exactly this event's key, or NULL. */
+/* The entry that holds exactly this event's key, or NULL.  An empty entry
+ * (pt 0: type 0 is no event's) holds no key, and the shared emergency
+ * block's entries stay empty (fill), so neither needs a test here. */
 static inline __attribute__((always_inline)) const cp_cmemo_ent *cp_cmemo_find(cp_thr *t, uint32_t parent,
                                                                               uint32_t type,
                                                                               const cp_cmemo_key *k) {
-  if (__builtin_expect(t == &cp_thr_emergency, 0)) return NULL;
   const cp_cmemo_ent *e = cp_cmemo_set(t, parent, type, k->count);
-  if (__builtin_expect(cp_cmemo_holds(e, parent, type, k), 1)) return e;
-  return cp_cmemo_holds(e + 1, parent, type, k) ? e + 1 : NULL;
+  const uint64_t pt = cp_cmemo_pt(parent, type);
+  if (__builtin_expect(cp_cmemo_holds(e, pt, k), 1)) return e;
+  return cp_cmemo_holds(e + 1, pt, k) ? e + 1 : NULL;
 }
 
-/* Remember a counted start's lookup: its path, this thread's profile entry
- * of it (not NULL) and bytes (Coll/P2p: the profile's; CollApi/P2pApi:
- * count x datatype size, for the GPU sampling rule).  An empty way takes
- * it; with both full, the first way's moves to the second (the first
- * holds the latest), so that two keys of one set settle in a way each. */
-static inline void cp_cmemo_fill(cp_thr *t, uint32_t parent, uint32_t type, const cp_cmemo_key *k, uint32_t path,
-                                 cp_prof_ent *prof, uint64_t bytes) {
+/* Remember a counted start's lookup: the handle bits of its path
+ * (hbits), this thread's profile entry of it (not NULL), bytes (Coll/P2p:
+ * the profile's; CollApi/P2pApi: count x datatype size, for the GPU
+ * sampling rule) and, for a Coll/P2p with bytes, its size class's calls
+ * counter (not NULL: else the caller fills nothing).  What a hit does then
+ * is add and store, nothing computed.  An empty way takes it; with both
+ * full, the first way's moves to the second (the first holds the latest),
+ * so that two keys of one set settle in a way each. */
+static inline void cp_cmemo_fill(cp_thr *t, uint32_t parent, uint32_t type, const cp_cmemo_key *k, uint64_t hbits,
+                                 cp_prof_ent *prof, uint64_t bytes, uint64_t *cls_calls) {
   if (t == &cp_thr_emergency) return;
   cp_cmemo_ent *e = cp_cmemo_set(t, parent, type, k->count);
-  if (e->prof != NULL) {
-    if (e[1].prof == NULL) e++;
+  if (e->pt != 0) {
+    if (e[1].pt == 0) e++;
     else e[1] = e[0];
   }
-  e->prof = prof;
-  e->parent = parent;
-  e->type = type;
+  e->pt = cp_cmemo_pt(parent, type);
   e->func = k->func;
   e->dt = k->dt;
   e->count = k->count;
-  e->path = path;
+  e->prof = prof;
+  e->hbits = hbits;
   e->bytes = bytes;
+  e->cls_calls = cls_calls;
 }
 
 #endif

@@ -143,6 +143,16 @@ int cp_lt_open_launch_slow(cp_thr *t, void *stream);
 /* KernelLaunch start on the calling thread: time it when it is this
  * thread's first or its turn (lt_left counts down to it; the slow path
  * sets the next spacing, cp_lt_spacing), or take it into the open run. */
+/* The commonest KernelLaunch start in one test: no timing, or no launch
+ * open and this one skipped (counted off lt_left).  0: call
+ * cp_lt_launch_start, which does all the rest (plugin.c's counted starts
+ * use this to make no call at all). */
+static inline int cp_lt_launch_quick(cp_thr *t) {
+  if (!cp_lt_every) return 1;
+  if (t->lt_cur != 0 || t->lt_left == 0) return 0;
+  t->lt_left--;
+  return 1;
+}
 static inline void cp_lt_launch_start(cp_thr *t, void *stream, uint64_t launch_handle, uint32_t comm_index,
                                       int32_t rank) {
   if (!cp_lt_every) return;

@@ -440,6 +440,13 @@ static inline __attribute__((always_inline)) void hs_decide(cp_thr *t) {
   t->hs_mode = (int8_t)(timed ? HS_TIMED : t->sampled ? HS_UNTIMED : HS_COUNTED);
 }
 
+/* hs_decide, unless start_group_api made this GroupApi's decision before
+ * it handed the start on (hs_predecided: one decision per call). */
+static inline __attribute__((always_inline)) void hs_decide_once(cp_thr *t) {
+  if (UNLIKELY(t->hs_predecided)) t->hs_predecided = 0;
+  else hs_decide(t);
+}
+
 /* auto: a recorded call's GroupApi started at now; the calls since the
  * last recorded one give the rate (host_sample.h). */
 static inline void hs_note_start(cp_thr *t, uint64_t now) {
@@ -748,6 +755,15 @@ static inline uint64_t api_bytes(cp_thr *t, const ncclProfilerEventDescr_v5_t *d
   return (uint64_t)n * t->api_dt_size;
 }
 
+/* A CollApi/P2pApi start's hooks: the mask control's (it names the call;
+ * bytes: api_bytes). */
+static inline __attribute__((always_inline)) void api_hooks(cp_thr *t, const ncclProfilerEventDescr_v5_t *d,
+                                                            uint32_t type, uint32_t path, uint64_t bytes) {
+  if (UNLIKELY(type == ncclProfileCollApi ? d->collApi.graphCaptured : d->p2pApi.graphCaptured))
+    cp_mask_on_graph_capture();
+  cp_mask_on_api_call(path, t->sampled, bytes);
+}
+
 /* After a recorded start, outside the pool lock: the capture line, the
  * mask control's hooks (GroupApi opens a call, CollApi/P2pApi names it)
  * and the launch timer's (launch_timer.h: a KernelLaunch may be timed, the
@@ -766,9 +782,7 @@ static inline __attribute__((always_inline)) void start_hooks_b(cp_thr *t, const
     if (UNLIKELY(d->groupApi.graphCaptured)) cp_mask_on_graph_capture();
     cp_mask_on_group_start(t->tid);
   } else if (type == ncclProfileCollApi || type == ncclProfileP2pApi) {
-    if (UNLIKELY(type == ncclProfileCollApi ? d->collApi.graphCaptured : d->p2pApi.graphCaptured))
-      cp_mask_on_graph_capture();
-    cp_mask_on_api_call(path, t->sampled, api_b ? *api_b : api_bytes(t, d, type));
+    api_hooks(t, d, type, path, api_b ? *api_b : api_bytes(t, d, type));
   }
 }
 /* ...where an API call's bytes are found from its descriptor (api_bytes). */
@@ -847,19 +861,49 @@ static inline __attribute__((always_inline)) void start_counted(cp_thr *t, void 
   start_hooks(t, d, type, path, handle, ctxv, bytes, pool->comm_index);
 }
 
-/* A counted start the memo holds (counted_memo.h): the path's count, the
- * handle from the pool's handle bits, the hooks. */
+/* A counted start the memo holds (counted_memo.h): the path's count and
+ * the handle from the pool's handle bits (counted_hit_count); then the
+ * hooks (counted_hit_hooks), unless they have nothing to do
+ * (counted_hooks_idle). */
+static inline __attribute__((always_inline)) uint64_t counted_hit_count(cp_thr *t, void **eHandle,
+                                                                        const cp_cmemo_ent *e, uint64_t hkey) {
+  if (UNLIKELY(cp_profile_count_m(e->prof, e->bytes, e->cls_calls))) hs_ask(t, e->prof);
+  /* pool_handle's fields, without its masks: a memo's path is a real id
+   * and counted_slot below 16 */
+  const uint64_t handle = hkey | e->hbits;
+  *eHandle = (void *)(uintptr_t)handle;
+  cp_inc(&t->counted, 1);
+  return handle;
+}
+static inline __attribute__((always_inline)) void counted_hit_hooks(cp_thr *t, const ncclProfilerEventDescr_v5_t *d,
+                                                                    uint32_t type, const cp_cmemo_ent *e,
+                                                                    uint64_t handle, uint64_t ctxv) {
+  /* (bytes: only a Coll/P2p's hooks read them) */
+  start_hooks_b(t, d, type, (uint32_t)(e->hbits >> 44) & 0xFFFFu, handle, ctxv, e->bytes,
+                (uint32_t)(handle >> 32) & 0xFFFu, &e->bytes);
+}
 static inline __attribute__((always_inline)) void counted_hit(cp_thr *t, void **eHandle,
                                                               const ncclProfilerEventDescr_v5_t *d, uint32_t type,
                                                               const cp_cmemo_ent *e, uint64_t hkey, uint64_t ctxv) {
-  const uint64_t bytes = (type & (ncclProfileColl | ncclProfileP2p)) ? e->bytes : 0;
-  if (UNLIKELY(cp_profile_count_e(e->prof, bytes))) hs_ask(t, e->prof);
-  /* pool_handle's fields from hkey, without its masks: a memo's path is a
-   * real id and counted_slot below 16 (two instructions a start) */
-  const uint64_t handle = hkey | ((uint64_t)e->path << 44) | ((uint64_t)counted_slot(type) << 8);
-  *eHandle = (void *)(uintptr_t)handle;
-  cp_inc(&t->counted, 1);
-  start_hooks_b(t, d, type, e->path, handle, ctxv, bytes, (uint32_t)(hkey >> 32) & 0xFFFu, &e->bytes);
+  counted_hit_hooks(t, d, type, e, counted_hit_count(t, eHandle, e, hkey), ctxv);
+}
+/* Whether start_hooks_b has nothing to do for this counted start: no
+ * capture, and a Group (or a proxy type), a Coll/P2p while no timed launch
+ * is open, or a KernelLaunch the launch timer skips (counted off as it
+ * would count it).  A GroupApi, CollApi or P2pApi always has hooks. */
+static inline __attribute__((always_inline)) int counted_hooks_idle(cp_thr *t, uint32_t type) {
+  if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) return 0;
+  if (type & (ncclProfileColl | ncclProfileP2p)) return t->lt_cur == 0;
+  if (type == ncclProfileKernelLaunch) return cp_lt_launch_quick(t);
+  return !(type & (ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi));
+}
+/* ...and where it has: out of line, so that start_counted_child calls
+ * nothing but by tail calls and saves no register. */
+static __attribute__((noinline)) ncclResult_t counted_hooks_call(cp_thr *t, const ncclProfilerEventDescr_v5_t *d,
+                                                                 uint32_t type, const cp_cmemo_ent *e,
+                                                                 uint64_t handle, uint64_t ctxv) {
+  counted_hit_hooks(t, d, type, e, handle, ctxv);
+  return NCCL_OK;
 }
 
 /* The fast path's counted start (start_fast): from the thread's memo of
@@ -882,10 +926,15 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
   start_counted(t, eHandle, d, type, path, bytes, pool, ctxv);
   cp_prof_ent *pe = path != CP_PATH_NONE ? cp_prof_ent_get(t, path) : NULL;
-  if (pe) {
-    const int api = type == ncclProfileCollApi || type == ncclProfileP2pApi;
-    cp_cmemo_fill(t, parent_path, type, &k, path, pe, api ? api_bytes(t, d, type) : bytes);
+  if (!pe) return;
+  uint64_t *cls_calls = NULL;   /* a Coll/P2p's size class: made by the count above */
+  if (bytes) {
+    if (!pe->cls) return;       /* not made (no memory): the long way retries it */
+    cls_calls = &pe->cls->c[cp_gcls_of(bytes)].calls;
   }
+  const int api = type == ncclProfileCollApi || type == ncclProfileP2pApi;
+  cp_cmemo_fill(t, parent_path, type, &k, ((uint64_t)path << 44) | ((uint64_t)counted_slot(type) << 8), pe,
+                api ? api_bytes(t, d, type) : bytes, cls_calls);
 }
 
 /* An event of an off call (HS_OFF): no path, no count, no record; its
@@ -983,7 +1032,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   }
   /* host sampling and recording off: decided at GroupApi, inherited */
   const int hs = comm && !pxn && !v4;
-  if (hs && type == ncclProfileGroupApi && !pobj) hs_decide(t);
+  if (hs && type == ncclProfileGroupApi && !pobj) hs_decide_once(t);
   if (hs && (pdec ? (pf.gen == 0 && (pobj & CP_OFF_BIT)) : (!pobj && hs_off_root(t, type)))) {
     start_off(t, eHandle, d, type, pool);
     return NCCL_OK;
@@ -1092,7 +1141,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     counted = (pobj & 0xFFu) == 0;
     if (UNLIKELY(counted && (pobj & CP_OFF_BIT))) { start_off(t, eHandle, d, type, pool); return 1; }
   } else {
-    if (type == ncclProfileGroupApi) hs_decide(t);
+    if (type == ncclProfileGroupApi) hs_decide_once(t);
     counted = hs_counted_root(t, type);
     if (UNLIKELY(hs_off_root(t, type))) { start_off(t, eHandle, d, type, pool); return 1; }
   }
@@ -1187,17 +1236,21 @@ static __attribute__((noinline)) ncclResult_t start_rest(cp_thr *t, void **eHand
 static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, void **eHandle,
                                                                   const ncclProfilerEventDescr_v5_t *d,
                                                                   uint64_t ctxv) {
+  /* No full test of the type's and the parent path's validity here: the
+   * memo holds only valid ones (filled by the long way, which tests them),
+   * so an invalid one finds no entry and goes there (start_rest).  Only
+   * the type's range is tested (1..KernelLaunch: the memo's set index
+   * takes its lowest bit). */
   const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
   const uint64_t type64 = d->type;
   cp_pool *pool = t->last_lpool;
-  if (t->last_pool != pool || !valid_type(type64)) return start_rest(t, eHandle, d, ctxv);
+  if (t->last_pool != pool || type64 - 1 >= ncclProfileKernelLaunch) return start_rest(t, eHandle, d, ctxv);
   const uint32_t type = (uint32_t)type64;
   uint32_t parent_path = CP_PATH_NONE;
   if (pobj) {
     if ((pobj & (0xFFu | CP_OFF_BIT)) != 0 || ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0)
       return start_rest(t, eHandle, d, ctxv);
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
-    if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return start_rest(t, eHandle, d, ctxv);
   } else if (type != ncclProfileGroup || t->hs_mode != HS_COUNTED) {
     return start_rest(t, eHandle, d, ctxv);   /* a root: GroupApi decides its call (start_fast), ProxyCtrl is recorded */
   }
@@ -1207,8 +1260,38 @@ static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, voi
   const cp_cmemo_key k = cp_cmemo_key_of(d, type);
   const cp_cmemo_ent *e = cp_cmemo_find(t, parent_path, type, &k);
   if (!e) return start_rest(t, eHandle, d, ctxv);
-  counted_hit(t, eHandle, d, type, e, t->last_hkey, ctxv);
-  return NCCL_OK;
+  const uint64_t handle = counted_hit_count(t, eHandle, e, t->last_hkey);
+  if (LIKELY(counted_hooks_idle(t, type))) return NCCL_OK;
+  if ((type & (ncclProfileCollApi | ncclProfileP2pApi)) && !__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED)) {
+    api_hooks(t, d, type, (uint32_t)(e->hbits >> 44) & 0xFFFFu, e->bytes);   /* every counted call's one */
+    return NCCL_OK;
+  }
+  return counted_hooks_call(t, d, type, e, handle, ctxv);
+}
+
+/* A GroupApi of this thread's lane, the one start of each API call: the
+ * call's host-sampling decision (hs_decide), then for a counted call whose
+ * GroupApi the memo holds, the count and hooks here, in a function of a
+ * few lines as start_counted_child (start_fast's way spans two dozen).
+ * Anything else goes on to start_rest, told the decision is made. */
+static __attribute__((noinline)) ncclResult_t start_group_api(cp_thr *t, void **eHandle,
+                                                              const ncclProfilerEventDescr_v5_t *d, uint64_t ctxv) {
+  cp_pool *pool = t->last_lpool;
+  if (t->last_pool != pool ||
+      UNLIKELY(pool_finalized(pool) | atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)))
+    return start_rest(t, eHandle, d, ctxv);
+  hs_decide(t);
+  if (LIKELY(t->hs_mode == HS_COUNTED)) {
+    const cp_cmemo_key k = {NULL, NULL, 0};
+    const cp_cmemo_ent *e = cp_cmemo_find(t, CP_PATH_NONE, ncclProfileGroupApi, &k);
+    if (LIKELY(e != NULL)) {
+      group_takes_posts(t, pool);
+      counted_hit(t, eHandle, d, ncclProfileGroupApi, e, t->last_hkey, ctxv);
+      return NCCL_OK;
+    }
+  }
+  t->hs_predecided = 1;
+  return start_rest(t, eHandle, d, ctxv);
 }
 
 ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEventDescr_v5_t *d, int v4) {
@@ -1221,6 +1304,7 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
     const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
     if (pobj ? (pobj & (0xFFu | CP_OFF_BIT)) == 0 : d->type == ncclProfileGroup)
       return start_counted_child(t, eHandle, d, ctxv);
+    if (!pobj && d->type == ncclProfileGroupApi) return start_group_api(t, eHandle, d, ctxv);
     return start_rest(t, eHandle, d, ctxv);
   }
   return start_general(context, eHandle, d, v4);
@@ -1709,6 +1793,7 @@ static inline int stop_quiet(uint64_t h) {
   if (b == counted_slot(ncclProfileGroupApi) || b == counted_slot(ncclProfileKernelLaunch)) {
     cp_thr *t = cp_tls_thr;   /* their hooks: the calling thread's, as stop_general gives them */
     if (UNLIKELY(t == NULL)) return 0;
+    if (b == counted_slot(ncclProfileKernelLaunch) && t->lt_cur == 0) return 1;   /* cp_lt_launch_stop's idle case */
     stop_counted(t, h);
   }
   return 1;

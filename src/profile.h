@@ -72,6 +72,19 @@ static inline __attribute__((always_inline)) int cp_profile_count_e(cp_prof_ent 
   __atomic_store_n(&e->calls, calls + 1, __ATOMIC_RELEASE);
   return calls == untimed;
 }
+/* ...the same from a counted memo entry (counted_memo.h): cls_calls its
+ * size class's counter where bytes count (Coll/P2p), else NULL. */
+static inline __attribute__((always_inline)) int cp_profile_count_m(cp_prof_ent *e, uint64_t bytes,
+                                                                    uint64_t *cls_calls) {
+  const uint64_t calls = cp_ld(&e->calls), untimed = cp_ld(&e->untimed);
+  __atomic_store_n(&e->untimed, untimed + 1, __ATOMIC_RELAXED);
+  if (cls_calls) {
+    cp_inc(&e->bytes, bytes);
+    cp_inc(cls_calls, 1);
+  }
+  __atomic_store_n(&e->calls, calls + 1, __ATOMIC_RELEASE);
+  return calls == untimed;
+}
 static inline __attribute__((always_inline)) int cp_profile_count_t(cp_thr *t, uint32_t path, uint64_t bytes) {
   cp_prof_ent *e = cp_prof_ent_get(t, path);
   return e ? cp_profile_count_e(e, bytes) : 0;

@@ -69,6 +69,7 @@ cp_thr *cp_thr_slow(void) {
   t->sampled = 0;
   t->hs_mode = t->hs_force = 0;   /* a reused block times its new thread's first call */
   t->hs_force_pe = NULL;
+  t->hs_predecided = 0;
   t->hs_n = 0;
   t->hs_rand = (uint32_t)t->tid * 2654435761u | 1u;   /* xorshift32: never 0 */
   cp_tls_thr = t;

@@ -51,12 +51,13 @@ _Static_assert(offsetof(cp_prof_ent, min) < 64 && sizeof(cp_prof_ent) == 128,
 #define CP_CMEMO_LG 6
 #define CP_CMEMO (1u << CP_CMEMO_LG)
 typedef struct cp_cmemo_ent {
-  _Alignas(64) struct cp_prof_ent *prof;   /* NULL: empty */
+  _Alignas(64) uint64_t pt;     /* key: parent path id << 32 | NCCL type bit; 0: empty */
   const char *func, *dt;        /* key: NCCL's strings, by address */
   uint64_t count;               /* key */
-  uint64_t bytes;
-  uint32_t parent, type;        /* key: parent path id, NCCL type bit */
-  uint32_t path;
+  struct cp_prof_ent *prof;
+  uint64_t hbits;               /* the handle's path and counted-slot bits */
+  uint64_t bytes;               /* Coll/P2p: the profile's; CollApi/P2pApi: count x size */
+  uint64_t *cls_calls;          /* Coll/P2p with bytes: its size class's calls; else NULL */
 } cp_cmemo_ent;
 _Static_assert(sizeof(cp_cmemo_ent) == 64, "cp_cmemo_ent: one cache line");
 
@@ -110,6 +111,7 @@ typedef struct cp_thr {
   uint32_t hs_n, hs_pos, hs_rand;
   const struct cp_prof_ent *hs_force_pe;   /* the path hs_force times calls for */
   const struct cp_prof_ent *hs_ask;        /* a path counted without a time, to serve next */
+  int8_t hs_predecided;         /* plugin.c start_group_api: this GroupApi's call is decided */
   /* host sampling, auto (host_sample.h): the current block's size and its
    * log2, API calls since the last recorded one, when that one started,
    * and the running mean gap between calls */
