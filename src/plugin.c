@@ -1229,10 +1229,11 @@ static __attribute__((noinline)) ncclResult_t start_rest(cp_thr *t, void **eHand
  * own: its code is a few cache lines, where start_fast's (which handles it
  * too) spans two dozen, each one a miss once NCCL's own code has run
  * between two callbacks (test/bench/lines_per_event.sh).  cp_core_start
- * sends only what may be that case here, and anything else, with nothing
- * changed, goes on to start_fast and start_general (start_rest); both by
- * tail calls, so that cp_core_start keeps no register across a call (which
- * cost it 40 instructions a start: test/bench/instr_per_event.sh). */
+ * sends only what may be that case here, a GroupApi to start_group_api
+ * (below), and anything else, with nothing changed, goes on to start_fast
+ * and start_general (start_rest); all by tail calls, so that cp_core_start
+ * keeps no register across a call (which cost it 40 instructions a start:
+ * test/bench/instr_per_event.sh). */
 static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, void **eHandle,
                                                                   const ncclProfilerEventDescr_v5_t *d,
                                                                   uint64_t ctxv) {
@@ -1252,7 +1253,7 @@ static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, voi
       return start_rest(t, eHandle, d, ctxv);
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
   } else if (type != ncclProfileGroup || t->hs_mode != HS_COUNTED) {
-    return start_rest(t, eHandle, d, ctxv);   /* a root: GroupApi decides its call (start_fast), ProxyCtrl is recorded */
+    return start_rest(t, eHandle, d, ctxv);   /* a Group of a call not counted */
   }
   if (UNLIKELY(pool_finalized(pool) | atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)) ||
       (type == ncclProfileProxyOp && d->proxyOp.pid != atomic_load_explicit(&cp_hot.pid, memory_order_relaxed)))
