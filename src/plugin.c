@@ -1608,9 +1608,12 @@ static inline __attribute__((always_inline)) ncclResult_t state_body(cp_thr *t, 
 
 /* A state of a counted event (host sampling): counted on its path, not
  * traced. */
-__attribute__((noinline)) static ncclResult_t state_counted(cp_thr *t, uint64_t h) {
+static inline __attribute__((always_inline)) void state_count(cp_thr *t, uint64_t h) {
   const uint32_t path = (uint32_t)(h >> 44) & 0xFFFFu;
   if (LIKELY(path != CP_PATH_NONE && cp_path_valid_i(path))) cp_profile_state_t(t, path);
+}
+__attribute__((noinline)) static ncclResult_t state_counted(cp_thr *t, uint64_t h) {
+  state_count(t, h);
   return NCCL_OK;
 }
 
@@ -1803,7 +1806,7 @@ static inline int state_quiet(uint64_t h) {
   if (!counted_handle(h) || !quiet_now()) return 0;
   cp_thr *t = cp_tls_thr;
   if (UNLIKELY(t == NULL)) return 0;
-  state_counted(t, h);   /* an off event's path is none: nothing counted */
+  state_count(t, h);   /* an off event's path is none: nothing counted */
   return 1;
 }
 
