@@ -38,23 +38,46 @@ static inline void *h1_init(uint64_t comm_id, int rank) {
   return ctx;
 }
 
-static inline void *h1_start(void *ctx, uint64_t type, void *parent, const char *func) {
+/* An event of type under parent; a CollApi/P2pApi/Coll/P2p named func
+ * moves count elements (h1_start: 8). */
+static inline void *h1_start_n(void *ctx, uint64_t type, void *parent, const char *func, size_t count) {
   ncclProfilerEventDescr_v5_t d;
   memset(&d, 0, sizeof d);
   d.type = type;
   d.parentObj = parent;
   switch (type) {
-  case ncclProfileCollApi: d.collApi.func = func; d.collApi.count = 8; d.collApi.datatype = "ncclFloat32"; break;
-  case ncclProfileP2pApi: d.p2pApi.func = func; d.p2pApi.count = 8; d.p2pApi.datatype = "ncclInt8"; break;
-  case ncclProfileColl: d.coll.func = func; d.coll.count = 8; d.coll.datatype = "ncclFloat32";
+  case ncclProfileCollApi: d.collApi.func = func; d.collApi.count = count; d.collApi.datatype = "ncclFloat32"; break;
+  case ncclProfileP2pApi: d.p2pApi.func = func; d.p2pApi.count = count; d.p2pApi.datatype = "ncclInt8"; break;
+  case ncclProfileColl: d.coll.func = func; d.coll.count = count; d.coll.datatype = "ncclFloat32";
     d.coll.algo = "RING"; d.coll.proto = "LL"; d.coll.nChannels = 1; break;
-  case ncclProfileP2p: d.p2p.func = func; d.p2p.count = 8; d.p2p.datatype = "ncclInt8"; break;
+  case ncclProfileP2p: d.p2p.func = func; d.p2p.count = count; d.p2p.datatype = "ncclInt8"; break;
   case ncclProfileProxyOp: d.proxyOp.pid = getpid(); d.proxyOp.isSend = func && strcmp(func, "Send") == 0; break;
   default: break;
   }
   void *h = NULL;
   ncclProfiler_v5.startEvent(ctx, &h, &d);
   return h;
+}
+
+static inline void *h1_start(void *ctx, uint64_t type, void *parent, const char *func) {
+  return h1_start_n(ctx, type, parent, func, 8);
+}
+
+/* One all-reduce-shaped call of count floats named func, as NCCL 2.28
+ * sends it over NVLink on the application thread (KernelCh and ProxyCtrl
+ * aside): GroupApi with its two states, CollApi, KernelLaunch, Group,
+ * Coll under its CollApi. */
+static inline void h1_nvlink_call(void *ctx, const char *func, size_t count) {
+  void *ga = h1_start_n(ctx, ncclProfileGroupApi, NULL, NULL, 0);
+  ncclProfiler_v5.recordEventState(ga, ncclProfilerGroupStartApiStop, NULL);
+  void *ca = h1_start_n(ctx, ncclProfileCollApi, ga, func, count);
+  ncclProfiler_v5.stopEvent(ca);
+  ncclProfiler_v5.recordEventState(ga, ncclProfilerGroupEndApiStart, NULL);
+  ncclProfiler_v5.stopEvent(h1_start_n(ctx, ncclProfileKernelLaunch, ga, NULL, 0));
+  void *gr = h1_start_n(ctx, ncclProfileGroup, NULL, NULL, 0);
+  ncclProfiler_v5.stopEvent(h1_start_n(ctx, ncclProfileColl, ca, func, count));
+  ncclProfiler_v5.stopEvent(gr);
+  ncclProfiler_v5.stopEvent(ga);
 }
 
 /* A Coll of nch channels (func, 8 x ncclFloat32, RING/LL). */

@@ -28,46 +28,6 @@
 #include "paths.h"
 #include "plugin.h"
 
-/* An event of the call below: CollApi or Coll of count floats named func
- * (under parent), else one without a descriptor body (h1_start). */
-static void *start(void *ctx, uint64_t type, void *parent, const char *func, size_t count) {
-  if (type != ncclProfileCollApi && type != ncclProfileColl) return h1_start(ctx, type, parent, NULL);
-  ncclProfilerEventDescr_v5_t d;
-  memset(&d, 0, sizeof d);
-  d.type = type;
-  d.parentObj = parent;
-  if (type == ncclProfileCollApi) {
-    d.collApi.func = func;
-    d.collApi.count = count;
-    d.collApi.datatype = "ncclFloat32";
-  } else {
-    d.coll.func = func;
-    d.coll.count = count;
-    d.coll.datatype = "ncclFloat32";
-    d.coll.algo = "RING";
-    d.coll.proto = "LL";
-    d.coll.nChannels = 1;
-  }
-  void *h = NULL;
-  ncclProfiler_v5.startEvent(ctx, &h, &d);
-  return h;
-}
-
-/* One all-reduce of count floats named func, as NCCL 2.28 sends it over
- * NVLink on the application thread (KernelCh and ProxyCtrl aside). */
-static void call(void *ctx, const char *func, size_t count) {
-  void *ga = start(ctx, ncclProfileGroupApi, NULL, NULL, 0);
-  ncclProfiler_v5.recordEventState(ga, ncclProfilerGroupStartApiStop, NULL);
-  void *ca = start(ctx, ncclProfileCollApi, ga, func, count);
-  ncclProfiler_v5.stopEvent(ca);
-  ncclProfiler_v5.recordEventState(ga, ncclProfilerGroupEndApiStart, NULL);
-  ncclProfiler_v5.stopEvent(start(ctx, ncclProfileKernelLaunch, ga, NULL, 0));
-  void *gr = start(ctx, ncclProfileGroup, NULL, NULL, 0);
-  ncclProfiler_v5.stopEvent(start(ctx, ncclProfileColl, ca, func, count));
-  ncclProfiler_v5.stopEvent(gr);
-  ncclProfiler_v5.stopEvent(ga);
-}
-
 typedef struct want { const char *path; uint64_t calls, states, bytes; } want;
 
 static void check(const char *what, const want *w, size_t n) {
@@ -121,7 +81,7 @@ int main(void) {
   static const char *AR = "AllReduce", *BC = "Broadcast";
 
   enum { N = 100 };
-  for (int i = 0; i < N; i++) call(a, AR, 8);
+  for (int i = 0; i < N; i++) h1_nvlink_call(a, AR, 8);
   const want one[] = {
     {"GroupApi", N, 2 * N, 0},
     {"GroupApi/CollApi:AllReduce", N, 0, 0},
@@ -138,11 +98,11 @@ int main(void) {
   /* two sizes and two functions in turn, each first alone (a path's first
    * count has calls timed until one times it: here the call after it, and
    * every call of the loop is counted) */
-  for (int i = 0; i < 2; i++) call(a, AR, 1024);
-  for (int i = 0; i < 2; i++) call(a, BC, 8);
+  for (int i = 0; i < 2; i++) h1_nvlink_call(a, AR, 1024);
+  for (int i = 0; i < 2; i++) h1_nvlink_call(a, BC, 8);
   for (int i = 0; i < N - 2; i++) {
-    call(a, AR, 1024);
-    call(a, BC, 8);
+    h1_nvlink_call(a, AR, 1024);
+    h1_nvlink_call(a, BC, 8);
   }
   const want two[] = {
     {"GroupApi", 3 * N, 6 * N, 0},
@@ -156,7 +116,7 @@ int main(void) {
 
   /* "AllReduce" at another address: another memo entry, the same path */
   char *copy = strdup(AR);
-  for (int i = 0; i < N; i++) call(a, copy, 8);
+  for (int i = 0; i < N; i++) h1_nvlink_call(a, copy, 8);
   const want same[] = {{"GroupApi/CollApi:AllReduce/Coll:AllReduce", 3 * N, 0, 2 * N * 32 + N * 4096}};
   check("the same name at another address", same, 1);
   ok(memo_holds("GroupApi", ncclProfileCollApi, copy, 8), "the copy's address has its own entry");
@@ -165,7 +125,7 @@ int main(void) {
   uint64_t bytes = 0;
   for (int r = 0; r < 3; r++)
     for (int c = 1; c <= 4 * (int)CP_CMEMO; c++) {
-      call(b, "AllGather", (size_t)c);
+      h1_nvlink_call(b, "AllGather", (size_t)c);
       bytes += (uint64_t)c * 4;
     }
   const want many[] = {{"GroupApi/CollApi:AllGather/Coll:AllGather", 3 * 4 * CP_CMEMO, 0, bytes}};
@@ -173,8 +133,8 @@ int main(void) {
 
   /* two communicators in turn: the last context changes at every call */
   for (int i = 0; i < N; i++) {
-    call(a, "Reduce", 8);
-    call(b, "Reduce", 8);
+    h1_nvlink_call(a, "Reduce", 8);
+    h1_nvlink_call(b, "Reduce", 8);
   }
   const want both[] = {{"GroupApi/CollApi:Reduce/Coll:Reduce", 2 * N, 0, 2 * N * 32},
                        {"GroupApi", 6 * N + 12 * CP_CMEMO, 2 * (6 * N + 12 * CP_CMEMO), 0}};
@@ -187,8 +147,8 @@ int main(void) {
    * turn, half the calls, while the asking path got no time at all */
   const uint64_t timed0 = timed_calls("GroupApi");
   for (int i = 0; i < N; i++) {
-    call(a, "ReduceScatter", 8);
-    call(a, "AlltoAll", 8);
+    h1_nvlink_call(a, "ReduceScatter", 8);
+    h1_nvlink_call(a, "AlltoAll", 8);
   }
   const uint64_t timed = timed_calls("GroupApi") - timed0;
   ok(timed >= 1 && timed <= 4, "two kinds in turn from the start: %llu of %d calls timed (want 1 to 4)",

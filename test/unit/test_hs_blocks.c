@@ -22,42 +22,6 @@
 #include "tap.h"
 #include "h1_util.h"
 
-static void *start(void *ctx, uint64_t type, void *parent, size_t count) {
-  if (type != ncclProfileCollApi && type != ncclProfileColl) return h1_start(ctx, type, parent, NULL);
-  ncclProfilerEventDescr_v5_t d;
-  memset(&d, 0, sizeof d);
-  d.type = type;
-  d.parentObj = parent;
-  if (type == ncclProfileCollApi) {
-    d.collApi.func = "AllReduce";
-    d.collApi.count = count;
-    d.collApi.datatype = "ncclFloat32";
-  } else {
-    d.coll.func = "AllReduce";
-    d.coll.count = count;
-    d.coll.datatype = "ncclFloat32";
-    d.coll.algo = "RING";
-    d.coll.proto = "LL";
-    d.coll.nChannels = 1;
-  }
-  void *h = NULL;
-  ncclProfiler_v5.startEvent(ctx, &h, &d);
-  return h;
-}
-
-static void call(void *ctx, size_t count) {
-  void *ga = start(ctx, ncclProfileGroupApi, NULL, 0);
-  ncclProfiler_v5.recordEventState(ga, ncclProfilerGroupStartApiStop, NULL);
-  void *ca = start(ctx, ncclProfileCollApi, ga, count);
-  ncclProfiler_v5.stopEvent(ca);
-  ncclProfiler_v5.recordEventState(ga, ncclProfilerGroupEndApiStart, NULL);
-  ncclProfiler_v5.stopEvent(start(ctx, ncclProfileKernelLaunch, ga, 0));
-  void *gr = start(ctx, ncclProfileGroup, NULL, 0);
-  ncclProfiler_v5.stopEvent(start(ctx, ncclProfileColl, ca, count));
-  ncclProfiler_v5.stopEvent(gr);
-  ncclProfiler_v5.stopEvent(ga);
-}
-
 typedef struct stat3 { uint64_t calls, untimed, total; } stat3;
 
 static stat3 stat_of(const char *path) {
@@ -85,11 +49,11 @@ int main(void) {
 
   /* warm-up: every path timed once (a path's first count asks for that),
    * the memo filled; then whole blocks only */
-  for (int i = 0; i < 16; i++) call(a, 256);
+  for (int i = 0; i < 16; i++) h1_nvlink_call(a, "AllReduce", 256);
   const char *GA = "GroupApi", *CO = "GroupApi/CollApi:AllReduce/Coll:AllReduce";
   const stat3 g0 = stat_of(GA), c0 = stat_of(CO);
   enum { N = 400 };
-  for (int i = 0; i < N; i++) call(a, 256);
+  for (int i = 0; i < N; i++) h1_nvlink_call(a, "AllReduce", 256);
   const stat3 g1 = stat_of(GA), c1 = stat_of(CO);
   const uint64_t gt = (g1.calls - g1.untimed) - (g0.calls - g0.untimed);
   const uint64_t ct = (c1.calls - c1.untimed) - (c0.calls - c0.untimed);
@@ -106,7 +70,7 @@ int main(void) {
   for (int i = 0; i < N; i++) {
     if (i & 1) h1_mask |= ncclProfileKernelCh;
     else h1_mask &= ~ncclProfileKernelCh;
-    call(a, 256);
+    h1_nvlink_call(a, "AllReduce", 256);
   }
   h1_mask &= ~ncclProfileKernelCh;
   const stat3 g3 = stat_of(GA);
