@@ -153,10 +153,11 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
   /* The trace goes where $TMPDIR says (default /tmp): on a slow disk the
    * kernel's writeback competes with the measured thread for the cores. */
   const char *tmp = getenv("TMPDIR");
+  if (!tmp || !*tmp) tmp = "/tmp";
   char dir[256];
-  const int dn = snprintf(dir, sizeof dir, "%s/collprof-bench.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  const int dn = snprintf(dir, sizeof dir, "%s/collprof-bench.XXXXXX", tmp);
   if (dn < 0 || (size_t)dn >= sizeof dir || !mkdtemp(dir)) {
-    fprintf(stderr, "collprof-bench: cannot make a folder for the run under %s: %s\n", tmp && *tmp ? tmp : "/tmp",
+    fprintf(stderr, "collprof-bench: cannot make a folder for the run under %s: %s\n", tmp,
             dn < 0 || (size_t)dn >= sizeof dir ? "name too long" : strerror(errno));
     return -1;
   }
