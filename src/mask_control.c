@@ -166,12 +166,12 @@ static atomic_int g_paused;           /* collprof_pause (or COLLPROF_START_PAUSE
 static uint32_t g_watch;              /* the mask while off: GroupApi, or 0 for N = 0 */
 static atomic_int g_frozen;           /* graph capture / second thread: KernelCh constant */
 static atomic_int g_frozen_kc;        /* ...and on: then the whole mask is constant */
-static atomic_int g_open_groups;      /* GroupApi events started, not stopped */
+static atomic_int g_open_groups;      /* GroupApi events started, not stopped (first thread's) */
 static atomic_int g_group_tid;        /* thread of the first GroupApi (0 = none yet) */
 static atomic_int g_kc_wait;          /* window just opened: KernelCh waits for a group stop */
 static int g_v4;                      /* the v4 API: no GroupApi events */
 static int g_switching;               /* N != 0 or periods: the mask may change at a group stop */
-static _Atomic uint64_t g_forced[FORCE_CAP / 64]; /* paths that forced */
+static _Atomic uint64_t g_forced[FORCE_CAP / 64]; /* paths that will not force: forced, or GPU-seen */
 static atomic_uint_fast64_t g_forced_total;
 
 /* One sample in flight (header): KernelCh events still due, and the epoch
@@ -216,33 +216,46 @@ static uint64_t splitmix64(uint64_t x) {
   return z ^ (z >> 31);
 }
 
-static int periodic_spaced(cp_thr *t, uint64_t k1);
+static __attribute__((noinline)) int periodic_spaced(cp_thr *t, uint64_t k1);
 
-/* Is decision k of a stream in blocks of n a periodic sample? */
-static int periodic_n(uint64_t k, uint64_t n) {
-  if (n == 0) return 0;
-  if (n == 1) return 1;
-  uint64_t b = k / n;
-  uint64_t pos = b == 0 ? 0 : splitmix64(b) % n;
-  return k % n == pos;
+/* Is decision j of a stream in blocks of n a periodic sample?  Block
+ * b = j / n has its sample at pos = 0 for b = 0, else splitmix64(b) % n
+ * (header).  Decisions come numbered 1, 2, 3...: the block's place and
+ * sample are carried from the decision before, so the divisions and
+ * splitmix64 run once per block, not at every API call (they were three
+ * 64-bit divisions a call, the most of this hook's cost).  A number that
+ * does not follow the last one (a counter reset, the block threads share)
+ * is placed afresh by the rule itself.  A zeroed stream stands at
+ * decision 0 of block 0. */
+static inline int periodic_stream(struct cp_gs_stream *s, uint64_t j, uint64_t n) {
+  if (n <= 1) return (int)n;
+  if (__builtin_expect(j == s->j + 1, 1)) {
+    if (++s->i == n) {   /* a new block */
+      s->i = 0;
+      s->pos = splitmix64(++s->b) % n;
+    }
+  } else {
+    s->b = j / n;
+    s->i = j % n;
+    s->pos = s->b == 0 ? 0 : splitmix64(s->b) % n;
+  }
+  s->j = j;
+  return s->i == s->pos;
 }
-
-/* Is call k a periodic sample (one stream, blocks of N)? */
-static int periodic(uint64_t k) { return periodic_n(k, g_n); }
 
 /* The periodic decision for the call after call k of thread t, a call of
  * `bytes` (header: spacing, small calls, or one stream). */
 static int periodic_next(cp_thr *t, uint64_t k, uint64_t bytes) {
   if (g_space_ns) return periodic_spaced(t, k + 1);
-  if (g_small_m <= 1) return periodic(k + 1);
-  if (bytes && bytes < g_small_bytes) return periodic_n(++t->gs_small_k, (uint64_t)g_n * g_small_m);
-  return periodic_n(++t->gs_large_k, g_n);
+  if (g_small_m <= 1) return periodic_stream(&t->gs_one, k + 1, g_n);
+  if (bytes && bytes < g_small_bytes) return periodic_stream(&t->gs_small, ++t->gs_small_k, (uint64_t)g_n * g_small_m);
+  return periodic_stream(&t->gs_large, ++t->gs_large_k, g_n);
 }
 
 /* Spacing (header): is call k1 of thread t the sample of its block?  A
  * block begins when the last one has been used up, sized from the pace. */
 #define GS_MAX_LG 2
-static int periodic_spaced(cp_thr *t, uint64_t k1) {
+static __attribute__((noinline)) int periodic_spaced(cp_thr *t, uint64_t k1) {
   if (t->gs_i >= t->gs_blk) {
     const uint64_t now = cp_clock_now();
     const uint32_t ep = atomic_load_explicit(&cp_hot.off_epoch, memory_order_relaxed);
@@ -470,6 +483,21 @@ HIDDEN uint32_t cp_mask_attach(int *eActivationMask) {
   return v;
 }
 
+/* Whether the call after call k is forced for `path`, whose bit in
+ * g_forced is clear; out of line (the hook below then calls nothing in a
+ * loop and saves no register). */
+static __attribute__((noinline)) int force_or_settle(uint32_t path, uint64_t k) {
+  const uint64_t bit = 1ull << (path % 64);
+  _Atomic uint64_t *w = &g_forced[path / 64];
+  if (cp_path_gpu_seen(path)) {
+    atomic_fetch_or_explicit(w, bit, memory_order_relaxed);   /* settled: not forced */
+    return 0;
+  }
+  if (!force_budget(k + 1) || (atomic_fetch_or_explicit(w, bit, memory_order_relaxed) & bit)) return 0;
+  atomic_fetch_add_explicit(&g_forced_total, 1, memory_order_relaxed);
+  return 1;
+}
+
 HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes) {
   /* Counted per thread (tls.h): this hook runs at every API call, and a
    * shared counter would be a locked read-modify-write on a cache line all
@@ -484,16 +512,12 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes) {
   /* Decided here, published at the group stop (header: never inside a
    * group). */
   int next = periodic_next(t, k, bytes), first = 0;
-  if (!next && !sampled && path < FORCE_CAP && force_budget(k + 1) &&
-      !cp_path_gpu_seen(path)) {
-    uint64_t bit = 1ull << (path % 64);
-    _Atomic uint64_t *w = &g_forced[path / 64];
-    if (!(atomic_load_explicit(w, memory_order_relaxed) & bit) &&
-        !(atomic_fetch_or_explicit(w, bit, memory_order_relaxed) & bit)) {
-      atomic_fetch_add_explicit(&g_forced_total, 1, memory_order_relaxed);
-      next = first = 1;
-    }
-  }
+  /* Forcing (header).  A path's bit in g_forced says it will never force
+   * again: it forced, or it was found GPU-seen (which it stays).  So in a
+   * loop each call reads one word, not the budget and the path table. */
+  if (!next && !sampled && path < FORCE_CAP &&
+      !(atomic_load_explicit(&g_forced[path / 64], memory_order_relaxed) & (1ull << (path % 64))))
+    next = first = force_or_settle(path, k);
   if (atomic_load_explicit(&g_next_kc, memory_order_relaxed) != next)
     atomic_store_explicit(&g_next_kc, next, memory_order_relaxed);
   if (atomic_load_explicit(&g_next_first, memory_order_relaxed) != first)
@@ -531,11 +555,17 @@ HIDDEN void cp_mask_on_group_start(int tid) {
    * mask: 1.07x the events per second of one before, 1.32x and 1.69x in
    * two runs after; this VM's spread is large). */
   if (!g_switching || atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
-  atomic_fetch_add_explicit(&g_open_groups, 1, memory_order_seq_cst);
   int first = atomic_load_explicit(&g_group_tid, memory_order_relaxed);
-  if (__builtin_expect(first == tid, 1)) return;
-  if (first == 0 && atomic_compare_exchange_strong(&g_group_tid, &first, tid)) return;
-  if (first != tid) freeze("NCCL calls from a second thread", "while another thread is inside a group");
+  if (__builtin_expect(first == tid, 1) ||
+      (first == 0 && atomic_compare_exchange_strong(&g_group_tid, &first, tid))) {
+    /* Only the first calling thread counts its groups (a second thread
+     * freezes the mask, after which the count is never read), so a plain
+     * load and store do, not a locked read-modify-write at every call. */
+    atomic_store_explicit(&g_open_groups, atomic_load_explicit(&g_open_groups, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    return;
+  }
+  freeze("NCCL calls from a second thread", "while another thread is inside a group");
 }
 
 /* At the outermost group stop, before publishing: skip a wanted sample
@@ -577,8 +607,26 @@ static void gate(void) {
 
 HIDDEN void cp_mask_on_group_stop(void) {
   if (!g_switching || atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
-  if (atomic_fetch_sub_explicit(&g_open_groups, 1, memory_order_seq_cst) != 1) return;
+  /* the first calling thread's stop (cp_mask_on_group_start: no other
+   * thread stops a group before the mask is frozen) */
+  const int open = atomic_load_explicit(&g_open_groups, memory_order_relaxed);
+  atomic_store_explicit(&g_open_groups, open - 1, memory_order_relaxed);
+  if (open != 1) return;
   if (atomic_load_explicit(&g_kc_wait, memory_order_relaxed)) atomic_store(&g_kc_wait, 0);
+  /* The common case, a call after which no sample is wanted, none is
+   * being skipped and neither periods nor a pause were ever used: gate()
+   * would change nothing and effective() is the base mask (not frozen,
+   * above; profiling on, since only periods and pauses turn it off). */
+  if (__builtin_expect(!(atomic_load_explicit(&g_next_kc, memory_order_relaxed) |
+                         atomic_load_explicit(&g_gated, memory_order_relaxed) |
+                         atomic_load_explicit(&g_deferred, memory_order_relaxed) |
+                         atomic_load_explicit(&g_win_used, memory_order_relaxed)), 1)) {
+    int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);
+    if (p && !atomic_load_explicit(&g_frozen_kc, memory_order_relaxed) &&
+        __atomic_load_n(p, __ATOMIC_RELAXED) != (int)g_base)
+      __atomic_store_n(p, (int)g_base, __ATOMIC_RELAXED);
+    return;
+  }
   gate();
   publish();   /* no group open: the one point where KernelCh may change */
 }

@@ -127,6 +127,13 @@ typedef struct cp_thr {
   /* ...and with small calls sampled less (COLLPROF_GPU_SAMPLE_SMALL): the
    * decisions made so far at small calls and at the others */
   uint64_t gs_small_k, gs_large_k;
+  /* mask_control.c, blocks of N: where each stream of decisions stands in
+   * its block (one stream, or small and large calls), so that a decision
+   * divides only when a block begins */
+  struct cp_gs_stream {
+    uint64_t j, b;              /* the last decision's number and block */
+    uint64_t i, pos;            /* its place in the block, the block's sample */
+  } gs_one, gs_small, gs_large;
   /* plugin.c api_bytes: the last API call's datatype string and its size */
   const char *api_dt;
   uint32_t api_dt_size;
