@@ -241,6 +241,12 @@ static inline uint32_t counted_slot(uint32_t type) { return (uint32_t)__builtin_
 /* ...and an off event's (HS_OFF, below) has this bit too. */
 #define CP_OFF_SLOT 0x10u
 #define CP_OFF_BIT ((uint64_t)CP_OFF_SLOT << 8)
+/* ...and a counted event of an untimed call (HS_UNTIMED, below) this one,
+ * so that its Coll/P2p children are told apart and recorded
+ * (untimed_coll) while the commonest starts, which test the handle's low
+ * bits anyway, take no extra test. */
+#define CP_UNT_SLOT 0x20u
+#define CP_UNT_BIT ((uint64_t)CP_UNT_SLOT << 8)
 static inline uint32_t counted_type(uint64_t h) {
   const uint32_t b = (uint32_t)(h >> 8) & 0xFu;
   return b ? 1u << (b - 1) : 0;
@@ -339,13 +345,16 @@ static inline uint64_t ev_now(void) {
  *                          path this thread never timed (every path gets a
  *                          time early, as with GPU sampling);
  *   untimed  (HS_UNTIMED)  a call that runs with KernelCh on (GPU sampling)
- *                          but is not due for timing: recorded, since its
- *                          KernelCh need their Coll/P2p's slot, and traced,
- *                          but counted without its host times, which are
- *                          not those of a typical call (a Coll of a KernelCh
- *                          call stops when its kernel ends, not when it was
+ *                          but is not due for timing: counted, but for its
+ *                          Coll/P2p, which are recorded (with what NCCL
+ *                          starts under them: KernelCh, proxy events) since
+ *                          their KernelCh need their slot, and traced, but
+ *                          counted without host times, which are not those
+ *                          of a typical call (a Coll of a KernelCh call
+ *                          stops when its kernel ends, not when it was
  *                          enqueued: ABI doc), so the timed ones stay an
- *                          unbiased sample;
+ *                          unbiased sample.  Its counted handles carry
+ *                          CP_UNT_BIT, which tells their Coll/P2p children;
  *   counted  (HS_COUNTED)  the rest.
  * Threads that start no GroupApi (NCCL's proxy thread, v4) time all their
  * own events; a proxy event under a counted Coll is counted with it.
@@ -471,9 +480,20 @@ static inline uint16_t slot_type(const cp_thr *t, uint32_t type) {
   return (uint16_t)(type | (type != ncclProfileKernelCh ? (uint32_t)t->hs_wlg << CP_SLOT_WLG_SHIFT : 0));
 }
 
-/* A root event of this thread's call (GroupApi, Group) is counted, or off. */
+/* A root event of this thread's call (GroupApi, Group) is counted, or off:
+ * in every call but a timed one (an untimed call records its Coll/P2p
+ * alone: untimed_coll). */
 static inline int hs_counted_root(const cp_thr *t, uint32_t type) {
-  return t->hs_mode >= HS_COUNTED && (type & (ncclProfileGroupApi | ncclProfileGroup));
+  return t->hs_mode != HS_TIMED && (type & (ncclProfileGroupApi | ncclProfileGroup));
+}
+/* The slot bits a counted root's handle carries: CP_UNT_SLOT in an
+ * untimed call, inherited by its counted children. */
+static inline uint32_t hs_root_xslot(const cp_thr *t) { return t->hs_mode == HS_UNTIMED ? CP_UNT_SLOT : 0; }
+/* A child of counted parent handle pobj that is recorded all the same: a
+ * Coll/P2p of an untimed call, since its KernelCh need its slot (the rest
+ * of that call is counted). */
+static inline int untimed_coll(uint64_t pobj, uint32_t type) {
+  return (pobj & CP_UNT_BIT) && (type & (ncclProfileColl | ncclProfileP2p));
 }
 /* A root event while recording is off: GroupApi and Group by their call's
  * decision, any other root (ProxyCtrl) by the flag now. */
@@ -851,11 +871,11 @@ static inline void group_takes_posts(cp_thr *t, cp_pool *pool) {
 static inline __attribute__((always_inline)) void start_counted(cp_thr *t, void **eHandle,
                                                                 const ncclProfilerEventDescr_v5_t *d,
                                                                 uint32_t type, uint32_t path, uint64_t bytes,
-                                                                cp_pool *pool, uint64_t ctxv) {
+                                                                cp_pool *pool, uint64_t ctxv, uint32_t xslot) {
   if (type == ncclProfileGroupApi) group_takes_posts(t, pool);
   cp_prof_ent *pe = LIKELY(path != CP_PATH_NONE) ? cp_prof_ent_get(t, path) : NULL;
   if (pe && cp_profile_count_e(pe, bytes)) hs_ask(t, pe);
-  const uint64_t handle = pool_handle(pool, path, counted_slot(type), 0);
+  const uint64_t handle = pool_handle(pool, path, counted_slot(type) | xslot, 0);
   *eHandle = (void *)(uintptr_t)handle;
   cp_inc(&t->counted, 1);
   start_hooks(t, d, type, path, handle, ctxv, bytes, pool->comm_index);
@@ -908,7 +928,9 @@ static __attribute__((noinline)) ncclResult_t counted_hooks_call(cp_thr *t, cons
 
 /* The fast path's counted start (start_fast): from the thread's memo of
  * earlier lookups (counted_memo.h) when it holds this event, else as
- * start_counted, after which the memo holds it.  Both do the same. */
+ * start_counted, after which the memo holds it.  Both do the same.  hkey:
+ * the pool's handle bits, with CP_UNT_BIT in an untimed call (the memo's
+ * entries never hold it). */
 static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHandle,
                                                          const ncclProfilerEventDescr_v5_t *d, uint32_t type,
                                                          uint32_t parent_path, cp_pool *pool, uint64_t hkey,
@@ -924,7 +946,7 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
   uint64_t bytes;
   descr_func(t, d, type, &func, &dt, &bytes);
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
-  start_counted(t, eHandle, d, type, path, bytes, pool, ctxv);
+  start_counted(t, eHandle, d, type, path, bytes, pool, ctxv, (uint32_t)(hkey >> 8) & CP_UNT_SLOT);
   cp_prof_ent *pe = path != CP_PATH_NONE ? cp_prof_ent_get(t, path) : NULL;
   if (!pe) return;
   uint64_t *cls_calls = NULL;   /* a Coll/P2p's size class: made by the count above */
@@ -1042,8 +1064,9 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   descr_func(t, d, type, &func, &dt, &bytes);
   uint32_t path = scratch ? cp_path_probe(parent_path, type, func) : cp_path_child_t(t, parent_path, type, func);
   if (hs) {
-    if (pdec ? (pf.gen == 0) : (!pobj && hs_counted_root(t, type))) {
-      start_counted(t, eHandle, d, type, path, bytes, pool, ctxv);
+    if (pdec ? (pf.gen == 0 && !untimed_coll(pobj, type)) : (!pobj && hs_counted_root(t, type))) {
+      start_counted(t, eHandle, d, type, path, bytes, pool, ctxv,
+                    pdec ? pf.slot & CP_UNT_SLOT : hs_root_xslot(t));
       return NCCL_OK;
     }
   }
@@ -1052,7 +1075,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
    * pools are never held at once): under its lock, or read without it
    * (another thread's lane: link_parent_other). */
   plink pl = {0, 0, 0, 0, 0};
-  if (pdec && ppool != pool) link_parent_other(t, ppool, &pf, &pl, type == ncclProfileKernelCh);
+  if (pdec && pf.gen && ppool != pool) link_parent_other(t, ppool, &pf, &pl, type == ncclProfileKernelCh);
   /* A Coll/P2p of a call that ran with KernelCh on holds its slot for its
    * nChannels KernelCh children, which may start long after it stopped
    * (pool.h, cp_pool_hold).  v5: the mask at the GroupApi start; v4 (no
@@ -1071,7 +1094,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
     hs_note_start(t, now);
   uint32_t idx;
   const int own = cp_pool_enter(pool, t);
-  if (pdec && ppool == pool) link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
+  if (pdec && pf.gen && ppool == pool) link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
   cp_slot *s = cp_pool_alloc(pool, &idx);
   if (UNLIKELY(!s)) {
     start_no_slot(t, pool, own, ppool, &pl, type == ncclProfileKernelCh);   /* leaves the pool */
@@ -1134,19 +1157,25 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   if (UNLIKELY(type == ncclProfileProxyOp) && d->proxyOp.pid != mypid) return 0;
   uint32_t parent_path = CP_PATH_NONE;
   int counted;   /* host sampling: decided at GroupApi, inherited */
+  uint64_t unt = 0;   /* CP_UNT_BIT: counted, of an untimed call */
   if (pobj) {
     if (((pobj ^ hkey) & CP_HKEY_MASK) != 0) return 0;   /* not this lane's */
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
     if (parent_path != CP_PATH_NONE && !cp_path_valid_i(parent_path)) return 0;
     counted = (pobj & 0xFFu) == 0;
     if (UNLIKELY(counted && (pobj & CP_OFF_BIT))) { start_off(t, eHandle, d, type, pool); return 1; }
+    if (UNLIKELY(counted && (pobj & CP_UNT_BIT))) {
+      unt = CP_UNT_BIT;
+      if (untimed_coll(pobj, type)) counted = 0;
+    }
   } else {
     if (type == ncclProfileGroupApi) hs_decide_once(t);
     counted = hs_counted_root(t, type);
     if (UNLIKELY(hs_off_root(t, type))) { start_off(t, eHandle, d, type, pool); return 1; }
+    unt = (uint64_t)hs_root_xslot(t) << 8;
   }
   if (counted) {
-    start_counted_fast(t, eHandle, d, type, parent_path, pool, hkey, ctxv);
+    start_counted_fast(t, eHandle, d, type, parent_path, pool, hkey | unt, ctxv);
     return 1;
   }
   CP_PH(CP_PH_S_ENTRY, 1);
@@ -1165,7 +1194,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   plink pl = {0, 0, 0, 0, 0};
   uint32_t idx;
   const int own = cp_pool_enter(pool, t);
-  if (pobj) {
+  if (pobj & 0xFFu) {   /* a recorded parent (a counted one: untimed_coll) */
     const cp_handle_fields pf = {parent_path, pool->comm_index, (uint32_t)(pobj >> 8) & 0xFFFFFFu,
                                  (uint32_t)pobj & 0xFFu};
     link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
@@ -1249,7 +1278,7 @@ static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, voi
   const uint32_t type = (uint32_t)type64;
   uint32_t parent_path = CP_PATH_NONE;
   if (pobj) {
-    if ((pobj & (0xFFu | CP_OFF_BIT)) != 0 || ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0)
+    if ((pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT)) != 0 || ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0)
       return start_rest(t, eHandle, d, ctxv);
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
   } else if (type != ncclProfileGroup || t->hs_mode != HS_COUNTED) {
@@ -1303,7 +1332,7 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
     /* a counted parent's child, or a Group (of a counted call or not):
      * the short way first; a recorded event straight on */
     const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
-    if (pobj ? (pobj & (0xFFu | CP_OFF_BIT)) == 0 : d->type == ncclProfileGroup)
+    if (pobj ? (pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT)) == 0 : d->type == ncclProfileGroup)
       return start_counted_child(t, eHandle, d, ctxv);
     if (!pobj && d->type == ncclProfileGroupApi) return start_group_api(t, eHandle, d, ctxv);
     return start_rest(t, eHandle, d, ctxv);
