@@ -28,7 +28,11 @@
 # and "noop-mMASK" run the do-nothing plugin (test/noop, preloaded, whose
 # collprof_pause sets the mask to GroupApi alone, as collprof's does) with
 # mask 4031 (collprof's default mask), 4095, 1792 or MASK; the MPI layer
-# is not loaded then, and no summary is written.  Where a collprof
+# is not loaded then, and no summary is written.  "noop-sampled" is
+# noop-default with KernelCh sampled at collprof's default rates
+# (NOOP_GPU_SAMPLE=16: one call in 16, one in 64 below 64 KiB;
+# test/noop/noop_plugin.c): NCCL's own cost of what collprof's defaults
+# ask it for, so collprof against it is what collprof's own work costs.  Where a collprof
 # configuration and its floor both ran (collprof-all and noop-all,
 # collprof or collprof-gs0 and noop-default, collprof-api and noop-api),
 # ab_report.py --floor compares their ratios.  ITERS (default 100) calls per block, OPS
@@ -55,6 +59,9 @@ done
 config_env() {
   local m
   case $1 in
+    noop-sampled)
+      echo "-x LD_PRELOAD=$NOOP -x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4031 -x NOOP_GPU_SAMPLE=16"
+      return ;;
     noop-default) m=4031 ;;
     noop-all) m=4095 ;;
     noop-api) m=1792 ;;
@@ -99,7 +106,7 @@ done
 # Each collprof configuration against the do-nothing plugin with its mask,
 # where both ran: collprof-all / noop-all is the issue's "every event on
 # every call within 1% of the do-nothing plugin", measured in one process.
-for pair in collprof-all:noop-all collprof:noop-default collprof-gs0:noop-default collprof-api:noop-api; do
+for pair in collprof-all:noop-all collprof:noop-default collprof:noop-sampled collprof-gs0:noop-default collprof-api:noop-api; do
   a=${pair%%:*} f=${pair#*:}
   [ -s "$RUN_OUT/$a/app/ab.json" ] && [ -s "$RUN_OUT/$f/app/ab.json" ] || continue
   python3 "$TOP/test/gpu/ab_report.py" "$RUN_OUT/$a/app" "$a, $NP ranks" --floor "$RUN_OUT/$f/app" "$f" || rc=1

@@ -25,6 +25,18 @@
  * is while paused (NOOP_OFF_MASK changes it); resumed, the mask init set.
  * Found with dlsym(RTLD_DEFAULT) when this library is preloaded; never
  * load it beside collprof's.
+ *
+ * NOOP_GPU_SAMPLE=N (default 0: off) makes it sample KernelCh as collprof
+ * does by default, and nothing else: KernelCh on in the mask for one API
+ * call in N, one in N x NOOP_GPU_SAMPLE_SMALL (default 4) for calls of
+ * fewer than 64 KiB (CollApi/P2pApi count x datatype size), decided at
+ * each CollApi/P2pApi for the next call and published at the outermost
+ * GroupApi stop (src/mask_control.c's rule, at a fixed place in each
+ * block instead of a drawn one: in a loop of one kind of call the rate
+ * is the same).  With NCCL_PROFILE_EVENT_MASK=4031 it is the floor of
+ * collprof's defaults: what NCCL itself costs for the events and the
+ * KernelCh samples collprof asks for (test/gpu/ab.sh, "noop-sampled").
+ * One calling thread, as collprof's sampling assumes.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -66,6 +78,13 @@ static int noop_mask_from_env(void) {
 
 static _Atomic(int *) noop_mask_ptr;                /* NCCL's process-wide mask int */
 static atomic_int noop_paused;
+/* NOOP_GPU_SAMPLE (header): N, the small calls' factor, the decisions of
+ * each stream so far, the one for the next call, open GroupApi events */
+static int noop_gs_n, noop_gs_m;
+static uint64_t noop_gs_k[2];
+static atomic_int noop_gs_next, noop_gs_open;
+#define NOOP_KC 64
+#define NOOP_GROUPAPI_BIT 2u   /* in a GroupApi's handle (the others' low 4 bits are 0) */
 
 /* The mask while paused: GroupApi alone, as collprof's, or NOOP_OFF_MASK. */
 static int noop_off_mask(void) {
@@ -73,14 +92,26 @@ static int noop_off_mask(void) {
   return o ? atoi(o) : 256;
 }
 
+/* The mask while not paused: the base, with KernelCh when sampling wants
+ * it for the next call. */
+static int noop_on_mask(void) {
+  const int m = noop_mask_from_env();
+  if (!noop_gs_n) return m;
+  return (m & ~NOOP_KC) | (atomic_load_explicit(&noop_gs_next, memory_order_relaxed) ? NOOP_KC : 0);
+}
+
 static void noop_set_ctx(void **context, int *mask) {
   const char *c = getenv("NOOP_CLOCK");
   noop_clock = c ? atoi(c) : 0;
+  c = getenv("NOOP_GPU_SAMPLE");
+  noop_gs_n = c && atoi(c) > 0 ? atoi(c) : 0;
+  c = getenv("NOOP_GPU_SAMPLE_SMALL");
+  noop_gs_m = c && atoi(c) > 0 ? atoi(c) : 4;
   if (context) *context = (void *)(uintptr_t)(atomic_fetch_add(&noop_next_ctx, 1) << 4);
   if (mask) {
     atomic_store(&noop_mask_ptr, mask);
     /* a pause before this init: off from the start */
-    __atomic_store_n(mask, atomic_load(&noop_paused) ? noop_off_mask() : noop_mask_from_env(), __ATOMIC_RELAXED);
+    __atomic_store_n(mask, atomic_load(&noop_paused) ? noop_off_mask() : noop_on_mask(), __ATOMIC_RELAXED);
   }
 }
 
@@ -88,8 +119,26 @@ static void noop_set_ctx(void **context, int *mask) {
 static int noop_switch(int pause) {
   const int was = atomic_exchange(&noop_paused, pause);
   int *m = atomic_load(&noop_mask_ptr);
-  if (m) __atomic_store_n(m, pause ? noop_off_mask() : noop_mask_from_env(), __ATOMIC_RELAXED);
+  if (m) __atomic_store_n(m, pause ? noop_off_mask() : noop_on_mask(), __ATOMIC_RELAXED);
   return was;
+}
+
+/* Bytes of one element of an NCCL datatype name ("ncclFloat32", ...). */
+static uint64_t noop_dt_size(const char *dt) {
+  if (!dt) return 1;
+  for (const char *p = dt; *p; p++) {
+    if (p[0] == '6' && p[1] == '4') return 8;
+    if (p[0] == '3' && p[1] == '2') return 4;
+    if (p[0] == '1' && p[1] == '6') return 2;
+  }
+  return 1;
+}
+
+/* At a CollApi/P2pApi: whether the next call samples KernelCh. */
+static void noop_gs_decide(uint64_t bytes) {
+  const int small = bytes && bytes < 65536;
+  const uint64_t n = (uint64_t)noop_gs_n * (small ? (uint64_t)noop_gs_m : 1);
+  atomic_store_explicit(&noop_gs_next, ++noop_gs_k[small] % n == 0, memory_order_relaxed);
 }
 NOOP_EXPORT int collprof_pause(void) { return noop_switch(1); }
 NOOP_EXPORT int collprof_resume(void) { return noop_switch(0); }
@@ -119,9 +168,20 @@ static inline void *noop_handle(void) {
 
 static ncclResult_t noop_start_v5(void *context, void **eHandle,
                                   ncclProfilerEventDescr_v5_t *d) {
-  (void)context; (void)d;
+  (void)context;
   noop_tick(1);
-  if (eHandle) *eHandle = noop_handle();
+  if (!eHandle) return NCCL_OK;
+  *eHandle = noop_handle();
+  if (__builtin_expect(noop_gs_n != 0, 0) && d) {
+    if (d->type == ncclProfileGroupApi) {
+      atomic_fetch_add_explicit(&noop_gs_open, 1, memory_order_relaxed);
+      *eHandle = (void *)((uintptr_t)*eHandle | NOOP_GROUPAPI_BIT);
+    } else if (d->type == ncclProfileCollApi) {
+      noop_gs_decide((uint64_t)d->collApi.count * noop_dt_size(d->collApi.datatype));
+    } else if (d->type == ncclProfileP2pApi) {
+      noop_gs_decide((uint64_t)d->p2pApi.count * noop_dt_size(d->p2pApi.datatype));
+    }
+  }
   return NCCL_OK;
 }
 
@@ -133,8 +193,14 @@ static ncclResult_t noop_start_v4(void *context, void **eHandle,
 }
 
 static ncclResult_t noop_stop(void *eHandle) {
-  (void)eHandle;
   noop_tick(1);
+  /* the outermost GroupApi stop: the one point where KernelCh may change */
+  if (__builtin_expect(noop_gs_n != 0, 0) && ((uintptr_t)eHandle & NOOP_GROUPAPI_BIT) &&
+      atomic_fetch_sub_explicit(&noop_gs_open, 1, memory_order_relaxed) == 1 &&
+      !atomic_load(&noop_paused)) {
+    int *m = atomic_load(&noop_mask_ptr);
+    if (m) __atomic_store_n(m, noop_on_mask(), __ATOMIC_RELAXED);
+  }
   return NCCL_OK;
 }
 
