@@ -18,6 +18,7 @@
 #include "mask_control.h"
 #include "config.h"
 #include "hot.h"
+#include "tls.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -183,6 +184,30 @@ static void sc_one_path(int n) {
   else
     check(c >= (uint64_t)(CALLS / n) && c <= (uint64_t)((CALLS + n - 1) / n),
           "N=%d: %llu sampled calls = one per block of %d", n, (unsigned long long)c, n);
+}
+
+/* The decision carries its block from call to call (periodic_stream); a
+ * thread's call counter that jumps (reset after a fork, the block all
+ * threads share) must be placed afresh: every decision after the jump is
+ * still the rule's for the new number. */
+static void sc_renumbered(int n) {
+  config(DEFAULT_MASK, n, "");
+  cp_mask_attach(&g_mask);
+  for (size_t k = 0; k < CALLS; k++) g_paths[k] = 3;
+  unsigned char *got = calloc(CALLS, 1);
+  drive(g_paths, CALLS / 2, always, got);
+  cp_thr *t = cp_thr_get();
+  t->api_calls += 777;
+  const uint64_t k0 = t->api_calls;
+  drive(g_paths, CALLS / 2, always, got + CALLS / 2);
+  size_t bad = 0, sampled = 0;
+  for (size_t i = 1; i < CALLS / 2; i++) {   /* call i decided at call i - 1, numbered k0 + i - 1 */
+    bad += got[CALLS / 2 + i] != (unsigned char)o_periodic(k0 + i, n);
+    sampled += got[CALLS / 2 + i];
+  }
+  check(bad == 0 && sampled > 0, "N=%d: after the call counter jumped by 777, %zu of %d decisions differ from the rule "
+        "(%zu sampled)", n, bad, CALLS / 2 - 1, sampled);
+  free(got);
 }
 
 /* A loop of 2 calls must not starve its second path (k % N would). */
@@ -844,6 +869,7 @@ typedef void (*scenario)(void);
 static int g_arg;
 static void sc_one_path_a(void) { sc_one_path(g_arg); }
 static void sc_loop_a(void) { sc_loop(g_arg); }
+static void sc_renumbered_a(void) { sc_renumbered(g_arg); }
 static void sc_new_a(void) { sc_new_paths(g_arg); }
 static void sc_new_distinct_a(void) { sc_new_paths_oracle(g_arg, 1, always); }
 static void sc_new_5_a(void) { sc_new_paths_oracle(g_arg, 0, always); }
@@ -890,6 +916,8 @@ int main(void) {
   static const int ns[] = {1, 4, 16, 0};
   for (size_t i = 0; i < 4; i++) run(sc_one_path_a, ns[i]);
   run(sc_loop_a, 16);
+  run(sc_renumbered_a, 16);
+  run(sc_renumbered_a, 5);
   run(sc_loop_a, 4);
   run(sc_new_a, 16);
   run(sc_new_a, 4);
