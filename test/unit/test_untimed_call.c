@@ -10,7 +10,8 @@
  * the mask NCCL reads for one call in 2, each such call's Coll gets two
  * channels: the checks are that the KernelCh calls' other events are
  * counted, not recorded (their handles, the communicator's recorded
- * events), that every Coll of them is recorded and gets its GPU span,
+ * events), that every Coll of them is recorded and gets its GPU span (and
+ * a P2p is recorded),
  * that counts stay exact, and that the calls with KernelCh off are
  * counted whole, Coll included.  A Coll whose parent is counted must not
  * take a reference on a slot (the pool's slots all come back).
@@ -114,6 +115,17 @@ int main(void) {
   is_u(v1.co_gpu - v0.co_gpu, N / 2, "every KernelCh call's Coll has its GPU span");
   is_u(v1.co_gpu_ns - v0.co_gpu_ns, (uint64_t)(N / 2) * (100u * (NCH - 1) + 50),
        "...latest channel stop minus earliest channel start");
+
+  /* A send of an untimed call: its P2pApi counted, its P2p recorded. */
+  h1_mask |= KC;
+  void *ga = h1_start_n(a, ncclProfileGroupApi, NULL, NULL, 0);
+  void *pa = h1_start_n(a, ncclProfileP2pApi, ga, "Send", 64);
+  ncclProfiler_v5.stopEvent(pa);
+  void *p2 = h1_start_n(a, ncclProfileP2p, pa, "Send", 64);
+  ncclProfiler_v5.stopEvent(p2);
+  ncclProfiler_v5.stopEvent(ga);
+  h1_mask &= ~KC;
+  ok(counted(ga) && counted(pa) && p2 && !counted(p2), "an untimed call's P2pApi counted, its P2p recorded");
   is_u(h1_bad_calls(), 0, "no bad calls");
   return done_testing();
 }
