@@ -11,10 +11,8 @@
  * channels: the checks are that the KernelCh calls' other events are
  * counted, not recorded (their handles, the communicator's recorded
  * events), that every Coll of them is recorded and gets its GPU span (and
- * a P2p is recorded),
- * that counts stay exact, and that the calls with KernelCh off are
- * counted whole, Coll included.  A Coll whose parent is counted must not
- * take a reference on a slot (the pool's slots all come back).
+ * a P2p is recorded), that counts stay exact, and that the calls with
+ * KernelCh off are counted whole, Coll included.
  */
 #include <stdint.h>
 #include <stdio.h>
