@@ -248,8 +248,8 @@ static inline int periodic_stream(struct cp_gs_stream *s, uint64_t j, uint64_t n
 static int periodic_next(cp_thr *t, uint64_t k, uint64_t bytes) {
   if (g_space_ns) return periodic_spaced(t, k + 1);
   if (g_small_m <= 1) return periodic_stream(&t->gs_one, k + 1, g_n);
-  if (bytes && bytes < g_small_bytes) return periodic_stream(&t->gs_small, ++t->gs_small_k, (uint64_t)g_n * g_small_m);
-  return periodic_stream(&t->gs_large, ++t->gs_large_k, g_n);
+  if (bytes && bytes < g_small_bytes) return periodic_stream(&t->gs_small, t->gs_small.j + 1, (uint64_t)g_n * g_small_m);
+  return periodic_stream(&t->gs_large, t->gs_large.j + 1, g_n);
 }
 
 /* Spacing (header): is call k1 of thread t the sample of its block?  A

@@ -124,12 +124,11 @@ typedef struct cp_thr {
    * mean time per call */
   uint32_t gs_blk, gs_pos, gs_i, gs_epoch;
   uint64_t gs_t0, gs_pace;
-  /* ...and with small calls sampled less (COLLPROF_GPU_SAMPLE_SMALL): the
-   * decisions made so far at small calls and at the others */
-  uint64_t gs_small_k, gs_large_k;
   /* mask_control.c, blocks of N: where each stream of decisions stands in
-   * its block (one stream, or small and large calls), so that a decision
-   * divides only when a block begins */
+   * its block (one stream, or, with small calls sampled less
+   * (COLLPROF_GPU_SAMPLE_SMALL), small calls' and the others'; j counts a
+   * stream's decisions), so that a decision divides only when a block
+   * begins */
   struct cp_gs_stream {
     uint64_t j, b;              /* the last decision's number and block */
     uint64_t i, pos;            /* its place in the block, the block's sample */
