@@ -80,7 +80,7 @@ static _Atomic(int *) noop_mask_ptr;                /* NCCL's process-wide mask 
 static atomic_int noop_paused;
 /* NOOP_GPU_SAMPLE (header): N, the small calls' factor, the decisions of
  * each stream so far, the one for the next call, open GroupApi events */
-static int noop_gs_n, noop_gs_m;
+static int noop_gs_n, noop_gs_m, noop_gs_base;   /* ...and the mask init read (no getenv per call) */
 static uint64_t noop_gs_k[2];
 static atomic_int noop_gs_next, noop_gs_open;
 #define NOOP_KC 64
@@ -95,9 +95,8 @@ static int noop_off_mask(void) {
 /* The mask while not paused: the base, with KernelCh when sampling wants
  * it for the next call. */
 static int noop_on_mask(void) {
-  const int m = noop_mask_from_env();
-  if (!noop_gs_n) return m;
-  return (m & ~NOOP_KC) | (atomic_load_explicit(&noop_gs_next, memory_order_relaxed) ? NOOP_KC : 0);
+  if (!noop_gs_n) return noop_mask_from_env();
+  return (noop_gs_base & ~NOOP_KC) | (atomic_load_explicit(&noop_gs_next, memory_order_relaxed) ? NOOP_KC : 0);
 }
 
 static void noop_set_ctx(void **context, int *mask) {
@@ -107,6 +106,7 @@ static void noop_set_ctx(void **context, int *mask) {
   noop_gs_n = c && atoi(c) > 0 ? atoi(c) : 0;
   c = getenv("NOOP_GPU_SAMPLE_SMALL");
   noop_gs_m = c && atoi(c) > 0 ? atoi(c) : 4;
+  noop_gs_base = noop_mask_from_env();
   if (context) *context = (void *)(uintptr_t)(atomic_fetch_add(&noop_next_ctx, 1) << 4);
   if (mask) {
     atomic_store(&noop_mask_ptr, mask);
