@@ -212,6 +212,10 @@ static void load(cp_config *c) {
   get_num("COLLPROF_LAUNCH_RUN_GAP_US", 0, 1000000, &v);
   c->launch_run_gap_us = (uint32_t)v;
 
+  v = 65536;   /* launch_timer.h, "Small calls": why 64 KiB */
+  get_num("COLLPROF_LAUNCH_MIN_BYTES", 0, 1ull << 50, &v);
+  c->launch_min_bytes = v;
+
   const char *p = getenv("COLLPROF_PERIODS");
   if (p && *p) {
     const char *why = NULL;

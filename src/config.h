@@ -26,6 +26,9 @@ typedef struct cp_config {
                                launch_timer.h, "Runs") */
   uint32_t launch_run_gap_us; /* COLLPROF_LAUNCH_RUN_GAP_US: the longest host gap
                                between two calls of a run (default 2) */
+  uint64_t launch_min_bytes; /* COLLPROF_LAUNCH_MIN_BYTES: only launches of calls
+                               this large are timed (default 64 KiB, 0 = any
+                               size): launch_timer.h, "Small calls" */
   int host_sample;          /* COLLPROF_HOST_SAMPLE: time and trace 1 API call in N
                                per thread, count every call (0: only the calls
                                GPU sampling or a new path asks for; default 1:

@@ -94,6 +94,7 @@ static uint64_t g_interval_ns;   /* COLLPROF_LAUNCH_INTERVAL_US, in ns */
 static uint32_t g_run = 1;       /* COLLPROF_LAUNCH_RUN */
 static uint64_t g_run_gap_ns;    /* COLLPROF_LAUNCH_RUN_GAP_US, in ns */
 int cp_lt_every;
+uint64_t cp_lt_min_bytes;
 
 static void after_fork_child(void) {
   /* The parent's CUDA state is not the child's. */
@@ -110,6 +111,7 @@ void cp_lt_setup(void) {
   g_interval_ns = (uint64_t)c->launch_interval_us * 1000u;
   g_run = c->launch_run ? c->launch_run : 1;
   g_run_gap_ns = (uint64_t)c->launch_run_gap_us * 1000u;
+  cp_lt_min_bytes = c->launch_min_bytes;
   if (n > 0) pthread_once(&cu_once, cu_load);   /* here, at init: no dlopen in a callback */
   /* No driver: the callbacks need not count launches for nothing. */
   if (!atomic_load(&g_child) && cu.ok) __atomic_store_n(&cp_lt_every, n, __ATOMIC_RELAXED);

@@ -118,6 +118,8 @@ static void build(void) {
   p = jf_u64(p, c->launch_run);
   p = JF_LIT(p, ",\"launchRunGapUs\":");
   p = jf_u64(p, c->launch_run_gap_us);
+  p = JF_LIT(p, ",\"launchMinBytes\":");
+  p = jf_u64(p, c->launch_min_bytes);
   p = JF_LIT(p, ",\"outputDir\":");
   p = jf_str(p, cp_output_dir(), 4096);   /* 6x of a name < 4096 does not fit: cut */
   p = JF_LIT(p, "},\"command\":");

@@ -106,6 +106,8 @@ typedef struct cp_thr {
   uint32_t lt_run;              /* launches its next run is to hold (COLLPROF_LAUNCH_RUN adapts it), 0 = not yet set */
   uint32_t lt_fails;            /* runs of 2 or more in a row that were not clean (launch_timer.c, adapt) */
   uint32_t lt_hold;             /* clean single launches still due before a run is tried again */
+  uint32_t lt_big;              /* this call holds an API event of COLLPROF_LAUNCH_MIN_BYTES or more
+                                   (or of unknown size): its launch may be timed */
   /* plugin.c, host sampling: position in the block of N API calls, the
    * call of the block to time, the generator that draws it */
   uint32_t hs_n, hs_pos, hs_rand;

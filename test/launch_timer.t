@@ -23,13 +23,15 @@ STEP=1500
 # the fake driver, as fast as it goes, so with no least interval between
 # timed launches (COLLPROF_LAUNCH_INTERVAL_US=0) unless one is given, and
 # single timed launches (COLLPROF_LAUNCH_RUN=1, not the default 8) unless
-# a run length is given or LT_RUN1 is set empty
+# a run length is given or LT_RUN1 is set empty, and calls of every size
+# timed (COLLPROF_LAUNCH_MIN_BYTES=0, not the default 64 KiB) unless a
+# least size is given or LT_MIN0 is set empty
 replay() {
   local cap=$1 out=$2
   shift 2
   env -u NCCL_PROFILE_EVENT_MASK LD_LIBRARY_PATH="$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     FAKECUDA_STEP_NS=$STEP COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 COLLPROF_LAUNCH_INTERVAL_US=0 \
-    ${LT_RUN1-COLLPROF_LAUNCH_RUN=1} "$@" \
+    ${LT_RUN1-COLLPROF_LAUNCH_RUN=1} ${LT_MIN0-COLLPROF_LAUNCH_MIN_BYTES=0} "$@" \
     "$REPLAY" --no-mpi --plugin "$PLUGIN" "$cap" >"$T/log" 2>&1
 }
 
@@ -100,6 +102,30 @@ for sc in ar_nvlink sendrecv ar_grouped ar4_threads; do
       "$sc, COLLPROF_LAUNCH_SAMPLE=$n: launches timed, not attributed, per op; each one step; one trace record each"
   done
 done
+
+# Small calls (COLLPROF_LAUNCH_MIN_BYTES, launch_timer.h): only the
+# launches of calls of that many bytes or more are timed or counted towards
+# the next timed one; the default is 64 KiB.  Single launches and runs of 4.
+for sc in ar_nvlink sendrecv ar_grouped ar4_threads; do
+  cap=$FIX/$sc/p0.jsonl
+  [ -s "$cap" ] || { skip "$sc: no capture"; skip "$sc: no capture"; continue; }
+  LT_MIN0= replay "$cap" "$T/$sc.m64k" COLLPROF_LAUNCH_SAMPLE=4
+  is "$(view "$T/$sc.m64k")" "$(want "$cap" 4 min=65536)" \
+    "$sc, COLLPROF_LAUNCH_SAMPLE=4 and the default least size (64 KiB): the small calls' launches left out"
+  replay "$cap" "$T/$sc.m4k" COLLPROF_LAUNCH_SAMPLE=2 COLLPROF_LAUNCH_MIN_BYTES=4096 COLLPROF_LAUNCH_RUN=4 \
+    COLLPROF_LAUNCH_RUN_GAP_US=1000000
+  is "$(view "$T/$sc.m4k")" "$(want "$cap" 2 min=4096 run=4)" \
+    "$sc, COLLPROF_LAUNCH_MIN_BYTES=4096, runs of 4: as the oracle says"
+done
+cap=$FIX/ar_nvlink/p0.jsonl
+if [ -s "$cap" ]; then
+  # not vacuous: the capture's sweep (8 B-4 MiB) has launches on both sides
+  a=$(view "$T/ar_nvlink.m64k" | python3 -c 'import json,sys; print(json.load(sys.stdin)["timed"])')
+  b=$(python3 "$TOP/test/launch_timer_oracle.py" "$cap" 4 | python3 -c 'import json,sys; print(json.load(sys.stdin)["timed"])')
+  ok "ar_nvlink: fewer launches timed with the least size ($a) than without ($b), and some" test "$a" -gt 0 -a "$a" -lt "$b"
+else
+  skip "no ar_nvlink capture"
+fi
 
 # Runs (COLLPROF_LAUNCH_RUN): one event pair around K consecutive launches.
 # The replay is fast but a sanitizer's is not, so the gap limit is set far

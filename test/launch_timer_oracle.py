@@ -2,10 +2,15 @@
 """launch_timer_oracle.py — what the launch timer (src/launch_timer.h) must
 report for a capture replayed with COLLPROF_LAUNCH_SAMPLE=N.
 
-  launch_timer_oracle.py CAPTURE.jsonl N [never] [run=K] [gap0] [idle]
+  launch_timer_oracle.py CAPTURE.jsonl N [never] [run=K] [gap0] [idle] [min=B]
 
 Per thread of the capture, in callback order: KernelLaunch starts (type
-2048) are counted; the first and every N-th are timed.  A timed launch
+2048) of calls of B bytes or more (min=B: COLLPROF_LAUNCH_MIN_BYTES;
+here 0, any size, when not given, as launch_timer.t's replays set it: a call is its GroupApi start and what follows until
+the next, its size that of its largest CollApi/P2pApi, count x datatype
+size, one of unknown size counting as large) are counted; the first and
+every N-th are timed; the launches of smaller calls are neither timed nor
+counted, but still join or end an open run as any launch does.  A timed launch
 takes the Coll/P2p (type 2/4) that start on its thread until the thread's
 next GroupApi (256) start or next KernelLaunch start (then it is split:
 several launches share the group's work).  Exactly one Coll/P2p and not
@@ -40,6 +45,8 @@ skipped: {"recorded", "skipped"}.
 import json
 import sys
 
+from gpu_sampling_oracle import nbytes
+
 TYPES = {2: "Coll", 4: "P2p"}
 
 
@@ -51,6 +58,10 @@ def main():
     for o in opts:
         if o.startswith("run="):
             run = int(o[4:])
+    minb = 0
+    for o in opts:
+        if o.startswith("min="):
+            minb = int(o[4:])
     gap0 = "gap0" in opts
     idle = "idle" in opts
     per_tid = {}   # tid -> {"count", "open": dict or None}
@@ -104,7 +115,8 @@ def main():
             r = json.loads(line)
         except ValueError:
             continue
-        t = per_tid.setdefault(r.get("tid"), {"count": 0, "open": None, "k": run, "fails": 0, "hold": 0})
+        t = per_tid.setdefault(r.get("tid"), {"count": 0, "open": None, "k": run, "fails": 0, "hold": 0,
+                                              "big": minb == 0})
         ty = r.get("type")
         if r.get("cb") == "stop":
             o = t["open"]
@@ -113,8 +125,12 @@ def main():
             continue
         if r.get("cb") != "start":
             continue
-        if ty == 256 and t["open"] is not None:
-            close(t)
+        if ty == 256:
+            t["big"] = minb == 0
+            if t["open"] is not None:
+                close(t)
+        if ty in (512, 1024) and (nbytes(r) >= minb or nbytes(r) == 0):
+            t["big"] = True
         if ty == 2048 and n > 0:
             o = t["open"]
             if o is not None:
@@ -129,6 +145,8 @@ def main():
                     adapt(t, False)
                     done.append(o)
                     t["open"] = None
+            if not t["big"]:
+                continue
             c = t["count"]
             t["count"] += 1
             if c % n == 0:

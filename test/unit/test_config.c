@@ -17,7 +17,8 @@ static const char *vars[] = {"NCCL_PROFILE_EVENT_MASK", "COLLPROF_GPU_SAMPLE", "
                              "COLLPROF_POOL_SIZE", "COLLPROF_BLACKLIST_CAP",
                              "COLLPROF_TRACE_BUFFER", "COLLPROF_OUTPUT_DIR", "SLURM_JOB_ID",
                              "COLLPROF_LAUNCH_SAMPLE", "COLLPROF_LAUNCH_INTERVAL_US",
-                             "COLLPROF_LAUNCH_RUN", "COLLPROF_LAUNCH_RUN_GAP_US", "COLLPROF_TRACE_NICE",
+                             "COLLPROF_LAUNCH_RUN", "COLLPROF_LAUNCH_RUN_GAP_US", "COLLPROF_LAUNCH_MIN_BYTES",
+                             "COLLPROF_TRACE_NICE",
                              "COLLPROF_HOST_SAMPLE", "COLLPROF_HOST_SAMPLE_US", "COLLPROF_START_PAUSED",
                              "COLLPROF_GPU_SAMPLE_US", "COLLPROF_GPU_SAMPLE_SMALL",
                              "COLLPROF_GPU_SAMPLE_SMALL_BYTES"};
@@ -192,6 +193,15 @@ int main(void) {
   setenv("COLLPROF_LAUNCH_RUN_GAP_US", "0", 1);
   w = reload();
   ok(!w[0] && c->launch_run == 1 && c->launch_run_gap_us == 0, "COLLPROF_LAUNCH_RUN=1, gap 0 taken");
+  free(w);
+  clear_env();
+  w = reload();
+  ok(!w[0] && c->launch_min_bytes == 65536, "COLLPROF_LAUNCH_MIN_BYTES: 64 KiB by default");
+  free(w);
+  bad_value("COLLPROF_LAUNCH_MIN_BYTES", "64k", "65536");
+  ok(c->launch_min_bytes == 65536, "a bad least launch size falls back to the default");
+  w = reload_with("COLLPROF_LAUNCH_MIN_BYTES", "0");
+  ok(!w[0] && c->launch_min_bytes == 0, "COLLPROF_LAUNCH_MIN_BYTES=0: launches of any size");
   free(w);
 
   clear_env();

@@ -86,7 +86,7 @@ def check_meta(m):
         bad("meta wallTime %s" % m["wallTime"])
     for k in ["eventMask", "gpuSample", "periods", "trace", "capture", "quiet", "poolSize",
               "blacklistCap", "traceBuffer", "traceNice", "launchSample", "launchIntervalUs", "launchRun", "gpuSampleUs", "gpuSampleSmall", "gpuSampleSmallBytes",
-              "launchRunGapUs", "outputDir"]:
+              "launchRunGapUs", "launchMinBytes", "outputDir"]:
         if k not in m["config"]:
             bad("meta config lacks %s" % k)
 
