@@ -27,7 +27,10 @@
  * start_counted_fast, and writes no pool; a counted stop with no hook and
  * a counted state are handled in the v5 entry points from the handle's
  * bits (stop_quiet, state_quiet) while nothing that needs the full checks
- * (a finalized communicator, shutdown, capture) has happened.
+ * (a finalized communicator, shutdown, capture) has happened; a counted
+ * KernelLaunch the launch timer leaves alone and a counted Group get no
+ * handle at all, so NCCL makes no stop callback for them
+ * (counted_drop_handle).
  *
  * Two paths per callback.  Nearly every event NCCL sends is on the
  * communicator whose context (start) or pool (stop, state) this thread
@@ -781,6 +784,7 @@ static inline __attribute__((always_inline)) void api_hooks(cp_thr *t, const ncc
                                                             uint32_t type, uint32_t path, uint64_t bytes) {
   if (UNLIKELY(type == ncclProfileCollApi ? d->collApi.graphCaptured : d->p2pApi.graphCaptured))
     cp_mask_on_graph_capture();
+  cp_lt_api(t, bytes);
   cp_mask_on_api_call(path, t->sampled, bytes);
 }
 
@@ -926,6 +930,21 @@ static __attribute__((noinline)) ncclResult_t counted_hooks_call(cp_thr *t, cons
   return NCCL_OK;
 }
 
+/* A counted start that needs no stop: a KernelLaunch the launch timer
+ * left alone (no launch of this thread open) and a Group (v5: no event
+ * names it as parent; only v5 calls are counted).  NCCL calls stopEvent
+ * only with a handle it was given (ABI doc; ncclProfilerStopKernelLaunchEvent
+ * and the Group's stop test it), so a NULL handle spares NCCL's thread a
+ * callback whose counted stop would do nothing (stop_quiet).  The
+ * KernelLaunch stop in particular comes right after NCCL's launch call,
+ * with collprof's lines cold.  A capture keeps every handle, so that it
+ * records what NCCL would call. */
+static inline __attribute__((always_inline)) void counted_drop_handle(cp_thr *t, void **eHandle, uint32_t type) {
+  if ((type == ncclProfileGroup || (type == ncclProfileKernelLaunch && t->lt_cur == 0)) &&
+      !__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))
+    *eHandle = NULL;
+}
+
 /* The fast path's counted start (start_fast): from the thread's memo of
  * earlier lookups (counted_memo.h) when it holds this event, else as
  * start_counted, after which the memo holds it.  Both do the same.  hkey:
@@ -940,6 +959,7 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
   if (LIKELY(e != NULL)) {
     if (type == ncclProfileGroupApi) group_takes_posts(t, pool);
     counted_hit(t, eHandle, d, type, e, hkey, ctxv);
+    counted_drop_handle(t, eHandle, type);
     return;
   }
   uint32_t func, dt;
@@ -947,6 +967,7 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
   descr_func(t, d, type, &func, &dt, &bytes);
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
   start_counted(t, eHandle, d, type, path, bytes, pool, ctxv, (uint32_t)(hkey >> 8) & CP_UNT_SLOT);
+  counted_drop_handle(t, eHandle, type);
   cp_prof_ent *pe = path != CP_PATH_NONE ? cp_prof_ent_get(t, path) : NULL;
   if (!pe) return;
   uint64_t *cls_calls = NULL;   /* a Coll/P2p's size class: made by the count above */
@@ -1067,6 +1088,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
     if (pdec ? (pf.gen == 0 && !untimed_coll(pobj, type)) : (!pobj && hs_counted_root(t, type))) {
       start_counted(t, eHandle, d, type, path, bytes, pool, ctxv,
                     pdec ? pf.slot & CP_UNT_SLOT : hs_root_xslot(t));
+      counted_drop_handle(t, eHandle, type);
       return NCCL_OK;
     }
   }
@@ -1291,7 +1313,11 @@ static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, voi
   const cp_cmemo_ent *e = cp_cmemo_find(t, parent_path, type, &k);
   if (!e) return start_rest(t, eHandle, d, ctxv);
   const uint64_t handle = counted_hit_count(t, eHandle, e, t->last_hkey);
-  if (LIKELY(counted_hooks_idle(t, type))) return NCCL_OK;
+  if (LIKELY(counted_hooks_idle(t, type))) {
+    /* counted_drop_handle's case: idle, so no capture and no launch open */
+    if (type & (ncclProfileKernelLaunch | ncclProfileGroup)) *eHandle = NULL;
+    return NCCL_OK;
+  }
   if ((type & (ncclProfileCollApi | ncclProfileP2pApi)) && !__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED)) {
     api_hooks(t, d, type, (uint32_t)(e->hbits >> 44) & 0xFFFFu, e->bytes);   /* every counted call's one */
     return NCCL_OK;

@@ -67,16 +67,21 @@ static inline void *h1_start(void *ctx, uint64_t type, void *parent, const char 
  * sends it over NVLink on the application thread (KernelCh and ProxyCtrl
  * aside): GroupApi with its two states, CollApi, KernelLaunch, Group,
  * Coll under its CollApi. */
+/* A stop as NCCL makes it: none for an event the plugin gave no handle
+ * (a counted call's KernelLaunch and Group: plugin.c, counted_drop_handle). */
+static inline void h1_stop(void *h) {
+  if (h) ncclProfiler_v5.stopEvent(h);
+}
 static inline void h1_nvlink_call(void *ctx, const char *func, size_t count) {
   void *ga = h1_start_n(ctx, ncclProfileGroupApi, NULL, NULL, 0);
   ncclProfiler_v5.recordEventState(ga, ncclProfilerGroupStartApiStop, NULL);
   void *ca = h1_start_n(ctx, ncclProfileCollApi, ga, func, count);
   ncclProfiler_v5.stopEvent(ca);
   ncclProfiler_v5.recordEventState(ga, ncclProfilerGroupEndApiStart, NULL);
-  ncclProfiler_v5.stopEvent(h1_start_n(ctx, ncclProfileKernelLaunch, ga, NULL, 0));
+  h1_stop(h1_start_n(ctx, ncclProfileKernelLaunch, ga, NULL, 0));
   void *gr = h1_start_n(ctx, ncclProfileGroup, NULL, NULL, 0);
   ncclProfiler_v5.stopEvent(h1_start_n(ctx, ncclProfileColl, ca, func, count));
-  ncclProfiler_v5.stopEvent(gr);
+  h1_stop(gr);
   ncclProfiler_v5.stopEvent(ga);
 }
 

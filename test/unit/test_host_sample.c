@@ -55,9 +55,9 @@ static uint64_t call(void *ctx, uint64_t hold_ns) {
   void *ca = h1_start(ctx, ncclProfileCollApi, ga, "AllReduce");
   ncclProfiler_v5.stopEvent(ca);
   void *gr = h1_start(ctx, ncclProfileGroup, NULL, NULL);
-  void *co = h1_start(ctx, ncclProfileColl, gr, "AllReduce");
+  void *co = h1_start(ctx, ncclProfileColl, ca, "AllReduce");   /* v5: the Coll's parent is its CollApi */
   ncclProfiler_v5.stopEvent(co);
-  ncclProfiler_v5.stopEvent(gr);
+  h1_stop(gr);   /* a counted call's Group has no handle */
   if (hold_ns) {
     const struct timespec ts = {0, (long)hold_ns};
     nanosleep(&ts, NULL);
@@ -75,10 +75,12 @@ static void test_auto(void *ctx) {
   collprof_snapshot s;
   if (!ok(collprof_snapshot_take(&s) == 0, "snapshot")) return;
   const collprof_path_stat *p = h1_find(&s, "GroupApi");
-  const collprof_path_stat *c = h1_find(&s, "Group/Coll:AllReduce");
-  if (ok(p && c, "GroupApi and Group/Coll:AllReduce paths")) {
+  const collprof_path_stat *c = h1_find(&s, "GroupApi/CollApi:AllReduce/Coll:AllReduce");
+  const collprof_path_stat *g = h1_find(&s, "Group");
+  if (ok(p && c && g, "GroupApi, GroupApi/CollApi:AllReduce/Coll:AllReduce and Group paths")) {
     is_u(p->calls, SLOW + FAST, "GroupApi: every call counted");
     is_u(c->calls, SLOW + FAST, "Coll: every call counted");
+    is_u(g->calls, SLOW + FAST, "Group: every call counted, with or without a handle");
     const uint64_t timed = p->calls - p->untimed_calls;
     ok(timed >= SLOW && timed < SLOW + FAST / 8,
        "GroupApi: the slow calls timed and the fast ones sampled (%llu of %d timed)",

@@ -38,11 +38,11 @@ static handles call(void *ctx, int nch, uint64_t base) {
   ncclProfiler_v5.stopEvent(h.ca);
   ncclProfiler_v5.recordEventState(h.ga, ncclProfilerGroupEndApiStart, NULL);
   h.kl = h1_start_n(ctx, ncclProfileKernelLaunch, h.ga, NULL, 0);
-  ncclProfiler_v5.stopEvent(h.kl);
+  h1_stop(h.kl);
   h.gr = h1_start_n(ctx, ncclProfileGroup, NULL, NULL, 0);
   h.co = h1_start_coll(ctx, h.ca, "AllReduce", nch > 0 ? nch : 1);
   ncclProfiler_v5.stopEvent(h.co);
-  ncclProfiler_v5.stopEvent(h.gr);
+  h1_stop(h.gr);
   ncclProfiler_v5.stopEvent(h.ga);
   for (int i = 0; i < nch; i++) {
     void *k = h1_start_kch(ctx, h.co, base + 100u * (uint64_t)i);
@@ -53,10 +53,10 @@ static handles call(void *ctx, int nch, uint64_t base) {
 
 enum { N = 200, NCH = 2 };
 
-typedef struct view { uint64_t ga, co, co_gpu, co_gpu_ns, kc, events; } view;
+typedef struct view { uint64_t ga, co, co_gpu, co_gpu_ns, kc, events, kl, gr; } view;
 
 static view look(void) {
-  view v = {0, 0, 0, 0, 0, 0};
+  view v = {0, 0, 0, 0, 0, 0, 0, 0};
   collprof_snapshot s;
   if (collprof_snapshot_take(&s) != 0) return v;
   const collprof_path_stat *p = h1_find(&s, "GroupApi");
@@ -65,6 +65,10 @@ static view look(void) {
   if (p) { v.co = p->calls; v.co_gpu = p->gpu_samples; v.co_gpu_ns = p->gpu_ns; }
   p = h1_find(&s, "GroupApi/CollApi:AllReduce/Coll:AllReduce/KernelCh");
   v.kc = p ? p->calls : 0;
+  p = h1_find(&s, "GroupApi/KernelLaunch");
+  v.kl = p ? p->calls : 0;
+  p = h1_find(&s, "Group");
+  v.gr = p ? p->calls : 0;
   for (size_t i = 0; i < s.ncomms; i++) v.events += s.comms[i].events;
   collprof_snapshot_free(&s);
   return v;
@@ -94,21 +98,25 @@ int main(void) {
     else h1_mask &= ~KC;
     const handles h = call(a, kc ? NCH : 0, 1000000u * (uint64_t)(i + 1));
     if (kc) {
-      kc_counted += counted(h.ga) && counted(h.ca) && counted(h.kl) && counted(h.gr);
+      kc_counted += counted(h.ga) && counted(h.ca) && !h.kl && !h.gr;
       kc_coll_recorded += h.co && !counted(h.co);
     } else {
-      plain_counted += counted(h.ga) && counted(h.ca) && counted(h.kl) && counted(h.gr) && counted(h.co);
+      plain_counted += counted(h.ga) && counted(h.ca) && !h.kl && !h.gr && counted(h.co);
     }
   }
   h1_mask &= ~KC;
   const view v1 = look();
-  is_u((uint64_t)kc_counted, N / 2, "KernelCh calls not timed: GroupApi, CollApi, KernelLaunch, Group counted");
+  is_u((uint64_t)kc_counted, N / 2,
+       "KernelCh calls not timed: GroupApi, CollApi counted; KernelLaunch, Group counted with no handle (no stop)");
   is_u((uint64_t)kc_coll_recorded, N / 2, "...and their Coll recorded");
   is_u((uint64_t)plain_counted, N / 2, "calls with KernelCh off: counted whole");
   is_u(v1.events - v0.events, (uint64_t)(N / 2) * (1 + NCH),
        "recorded events: each KernelCh call's Coll and its channels, nothing else");
   is_u(v1.ga - v0.ga, N, "GroupApi: every call counted");
   is_u(v1.co - v0.co, N, "Coll: every call counted");
+  is_u(v1.kl - v0.kl, N, "KernelLaunch: every call counted (no handle, so no stop)");
+  is_u(v1.gr - v0.gr, N, "Group: every call counted (no handle, so no stop)");
+  is_u(h1_bad_calls(), 0, "no bad call");
   is_u(v1.kc - v0.kc, (uint64_t)(N / 2) * NCH, "KernelCh: every channel counted");
   is_u(v1.co_gpu - v0.co_gpu, N / 2, "every KernelCh call's Coll has its GPU span");
   is_u(v1.co_gpu_ns - v0.co_gpu_ns, (uint64_t)(N / 2) * (100u * (NCH - 1) + 50),
