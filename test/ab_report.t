@@ -2,7 +2,8 @@
 # ab_report.t — the report of test/gpu/ab.sh (test/gpu/ab_report.py), on
 # CPU: an ab.json made up with known block times must come out with the
 # ratios, sign counts, p values, bus bandwidth ratio and goal line its
-# numbers imply, so that a GPU run's verdicts can be trusted.
+# numbers imply, so that a GPU run's verdicts can be trusted; then
+# test/gpu/ab_passes.py, which sets several passes side by side.
 . "$(dirname "$0")/tap.sh"
 command -v python3 >/dev/null || skip_all "no python3"
 REP=$TOP/test/gpu/ab_report.py
@@ -50,6 +51,38 @@ like "$(grep -E '^ +8B ' <<<"$out")" '^ +8B +1\.0500 +1\.0100 +1\.0396$' "agains
 like "$(grep -E '^ +1M ' <<<"$out")" '^ +1M +1\.0000 +1\.0100 +0\.9901$' "1 MiB: 1.0000 / 1.0100 = 0.9901"
 like "$(grep 'goal check' <<<"$out")" '^# goal check, test vs noop: allreduce: mean busbw 1\.0100 of the floor.s within 1%; 1 sizes > 3% above the floor \(8B\)$' \
   "goal line against the floor: the bus bandwidth ratios' ratio, the sizes over 3%"
+# Several alternated passes (ab.sh PASSES=n): ab_passes.py.  Three passes
+# of a baseline "old" and a "new" configuration; per size the ratio is the
+# same in every round of a pass, so each pass's per-size median is known.
+# old: 8 B at 1.05, 1.04, 1.06 in the three passes, 1 MiB at 1.00;
+# new: 8 B at 1.02, 1.045, 1.01, 1 MiB at 1.00.  Per pass the median over
+# the two sizes: old 1.025, 1.02, 1.03; new 1.01, 1.0225, 1.005 (above
+# old in the second pass).
+python3 - "$T/passes" <<'PY'
+import json, os, sys
+off = [10.0, 10.2, 9.9, 10.1]
+r8 = {"old": [1.05, 1.04, 1.06], "new": [1.02, 1.045, 1.01]}
+for p in range(3):
+    for c in ("old", "new"):
+        d = os.path.join(sys.argv[1], "p%d" % (p + 1), c, "app")
+        os.makedirs(d)
+        res = [{"op": "allreduce", "bytes": 8, "busbw_factor": 1.0, "off_us": off, "on_us": [x * r8[c][p] for x in off]},
+               {"op": "allreduce", "bytes": 1 << 20, "busbw_factor": 1.0, "off_us": off, "on_us": off}]
+        json.dump({"nranks": 2, "calls": 100, "rounds": 4, "settle": 2, "results": res}, open(os.path.join(d, "ab.json"), "w"))
+open(os.path.join(sys.argv[1], "configs"), "w").write("old\nnew\n")
+PY
+out=$(python3 "$TOP/test/gpu/ab_passes.py" "$T/passes")
+is "$?" 0 "ab_passes.py runs"
+like "$(grep -E '^  old ' <<<"$out")" '^  old +1\.0250 1\.0200 1\.0300 +\| median 1\.0250$' \
+  "the baseline (listed first in configs): its per-pass medians over sizes, their median"
+like "$(grep -E '^  new ' <<<"$out")" '1\.0100 1\.0225 1\.0050 +\| median 1\.0100; below old in 2 of 3 passes$' \
+  "the other: per pass, median, and in how many passes it was below the baseline"
+like "$(grep -E '^  allred 8B ' <<<"$out")" ' 1\.0500 +1\.0200$' "8 B: the median over the passes per configuration"
+like "$(grep -E '^# \[0\] old:' <<<"$out")" '1 of 2 sizes above 1\.03 by their median over the passes \(8B\)$' \
+  "sizes above 3% by their median over the passes: the baseline's 8 B"
+like "$(grep -E '^# \[1\] new:' <<<"$out")" '0 of 2 sizes above' "...and none of the new one's"
+python3 "$TOP/test/gpu/ab_passes.py" "$T/none" >"$T/none.out" 2>&1
+like "$? $(cat "$T/none.out")" '^1 ab_passes.py: no pN/CONFIG/app/ab.json' "no passes: one clear line, exit 1"
 python3 "$REP" "$T/none" >"$T/none.out" 2>&1
 rc=$?
 like "$rc $(cat "$T/none.out")" '^1 ab_report.py: no .*/ab.json' "no ab.json: one clear line, exit 1"

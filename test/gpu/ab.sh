@@ -37,6 +37,13 @@
 # collprof or collprof-gs0 and noop-default, collprof-api and noop-api),
 # ab_report.py --floor compares their ratios.  ITERS (default 100) calls per block, OPS
 # (default allreduce), MAX (default 64M).  Outputs stay in $RUN_OUT.
+# PASSES=n (default 1) runs all the configurations n times, in reversed
+# order every other pass, into $RUN_OUT/pN/, and ends with ab_passes.py:
+# each configuration's per-pass median ratio and in how many passes it was
+# below the first one's, and per size the median over the passes (one
+# pass's verdict moves by more than the differences in question).
+# "collprof@DIR" (or "collprof@DIR:VAR=V,...") runs the libraries of the
+# build in DIR (DIR/lib), e.g. an older commit's, as the baseline.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 B=${COLLPROF_BUILD:-$TOP/build}
@@ -71,7 +78,16 @@ config_env() {
     echo "-x LD_PRELOAD=$NOOP -x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=$m"
     return
   fi
-  echo -n "-x LD_PRELOAD=$MPILIB -x NCCL_PROFILER_PLUGIN=$PLUGIN "
+  local cfg=$1 mpilib=$MPILIB plugin=$PLUGIN
+  if [[ $cfg == collprof@* ]]; then   # collprof@BUILD_DIR[:VAR=V,...]: another build's libraries
+    local rest=${cfg#collprof@}
+    local dir=${rest%%:*}
+    mpilib=$dir/lib/libcollprof-mpi.so plugin=$dir/lib/libcollprof.so
+    [ -e "$mpilib" ] && [ -e "$plugin" ] || { echo "ab.sh: no collprof libraries in $dir/lib" >&2; return 2; }
+    cfg=collprof; [[ $rest == *:* ]] && cfg=collprof:${rest#*:}
+  fi
+  echo -n "-x LD_PRELOAD=$mpilib -x NCCL_PROFILER_PLUGIN=$plugin "
+  set -- "$cfg"
   case $1 in
     collprof) echo "" ;;
     collprof-all) echo "-x NCCL_PROFILE_EVENT_MASK=4095 -x COLLPROF_GPU_SAMPLE=1" ;;
@@ -90,9 +106,23 @@ config_env() {
   esac
 }
 rc=0
-for c in ${CONFIGS:-collprof collprof-all}; do
+PASSES=${PASSES:-1}
+read -r -a CONFIG_LIST <<<"${CONFIGS:-collprof collprof-all}"
+TOP_OUT=$RUN_OUT
+# a configuration's folder: its name with / (collprof@DIR) made _
+cdir() { tr '/' '_' <<<"$1"; }
+for ((pass = 1; pass <= PASSES; pass++)); do
+list=("${CONFIG_LIST[@]}")
+if [ "$PASSES" -gt 1 ]; then
+  RUN_OUT=$TOP_OUT/p$pass
+  if [ $((pass % 2)) = 0 ]; then
+    list=(); for ((i = ${#CONFIG_LIST[@]} - 1; i >= 0; i--)); do list+=("${CONFIG_LIST[i]}"); done
+  fi
+  echo "# pass $pass of $PASSES: ${list[*]}"
+fi
+for c in "${list[@]}"; do
   envs=$(config_env "$c") || exit 2
-  d=$RUN_OUT/$c
+  d=$RUN_OUT/$(cdir "$c")
   mkdir -p "$d/app"
   # shellcheck disable=SC2086
   $MPIRUN -np "$NP" -x NCCL_NVLS_ENABLE=0 $envs \
@@ -103,6 +133,12 @@ for c in ${CONFIGS:-collprof collprof-all}; do
   # the summary must show the windows the pauses left
   [[ $c == noop-* ]] || grep -m1 'Profiled windows' "$d/prof/summary.log" | cut -c1-160
 done
+done
+if [ "$PASSES" -gt 1 ]; then
+  for c in "${CONFIG_LIST[@]}"; do cdir "$c"; done > "$TOP_OUT/configs"
+  python3 "$TOP/test/gpu/ab_passes.py" "$TOP_OUT" || rc=1
+  exit $rc
+fi
 # Each collprof configuration against the do-nothing plugin with its mask,
 # where both ran: collprof-all / noop-all is the issue's "every event on
 # every call within 1% of the do-nothing plugin", measured in one process.

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""ab_passes.py — several alternated passes of test/gpu/ab.sh, side by side.
+
+  ab_passes.py RUN_OUT
+
+RUN_OUT holds pN/CONFIG/app/ab.json, one folder per pass (ab.sh with
+PASSES=n, which runs the configurations in reversed order every other
+pass, so that drift over the lease hits each alike).  One pass's verdict
+moves by more than the differences in question (a host runs its paused
+calls fast in one pass and slow in the next), so configurations are
+compared pass by pass, in one lease.
+
+Per configuration (all ops together, in the order given): each pass's
+median over the sizes of the per-size median paired on/off ratio (the
+figure ab_report.py gives per size), the median of those over the passes,
+and in how many passes it was below the first configuration's (the
+baseline: list it first).  Then per size, the median over the passes of
+that size's median paired ratio, for every configuration, and the sizes
+above 1.03 (the issue's "no size more than 3% slower")."""
+import json
+import os
+import sys
+
+
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    if not n:
+        return float("nan")
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def size_str(b):
+    for unit, div in (("M", 1 << 20), ("K", 1 << 10)):
+        if b >= div and b % div == 0:
+            return "%d%s" % (b // div, unit)
+    return "%dB" % b
+
+
+def load_pass(pdir):
+    """{config: {(op, bytes): median paired ratio}} of one pass folder."""
+    out = {}
+    for c in sorted(os.listdir(pdir)):
+        f = os.path.join(pdir, c, "app", "ab.json")
+        try:
+            with open(f) as fh:
+                ab = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        out[c] = {(r["op"], r["bytes"]): median([a / b for a, b in zip(r["on_us"], r["off_us"]) if a > 0 and b > 0])
+                  for r in ab["results"]}
+    return out
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    top = sys.argv[1]
+    passes = sorted((d for d in os.listdir(top) if d[:1] == "p" and d[1:].isdigit()), key=lambda d: int(d[1:])) \
+        if os.path.isdir(top) else []
+    runs = [load_pass(os.path.join(top, d)) for d in passes]
+    runs = [r for r in runs if r]
+    if not runs:
+        sys.exit("ab_passes.py: no pN/CONFIG/app/ab.json under %s" % top)
+    order = []
+    order_file = os.path.join(top, "configs")
+    if os.path.exists(order_file):
+        order = open(order_file).read().split()
+    for r in runs:
+        for c in r:
+            if c not in order:
+                order.append(c)
+    order = [c for c in order if any(c in r for r in runs)]
+    base = order[0]
+    per_pass = {c: [median(list(r[c].values())) if c in r else None for r in runs] for c in order}
+    print("# %d passes; per pass: the median over sizes of the per-size median paired on/off ratio" % len(runs))
+    w = max(len(c) for c in order)
+    for c in order:
+        v = per_pass[c]
+        got = [x for x in v if x is not None]
+        below = sum(1 for x, b in zip(v, per_pass[base]) if x is not None and b is not None and x < b)
+        both = sum(1 for x, b in zip(v, per_pass[base]) if x is not None and b is not None)
+        print("  %-*s  %s  | median %.4f%s" % (w, c, " ".join("%.4f" % x if x is not None else "  -   " for x in v),
+                                              median(got), "" if c == base else
+                                              "; below %s in %d of %d passes" % (base, below, both)))
+    keys = []
+    for r in runs:
+        for c in r.values():
+            for k in c:
+                if k not in keys:
+                    keys.append(k)
+    keys.sort(key=lambda k: (k[0], k[1]))
+    print("#\n# per size: median over the passes; columns in the order above")
+    for i, c in enumerate(order):
+        print("#   [%d] %s" % (i, c))
+    print("  %-12s %s" % ("op size", " ".join("%8s" % ("[%d]" % i) for i in range(len(order)))))
+    over = {c: [] for c in order}
+    for k in keys:
+        row = []
+        for c in order:
+            m = median([r[c][k] for r in runs if c in r and k in r[c]])
+            row.append(m)
+            if m > 1.03:
+                over[c].append("%s %s" % (k[0], size_str(k[1])) if len({x[0] for x in keys}) > 1 else size_str(k[1]))
+        print("  %-12s %s" % ((k[0][:6] + " " + size_str(k[1])), " ".join("%8.4f" % m for m in row)))
+    for i, c in enumerate(order):
+        print("# [%d] %s: %d of %d sizes above 1.03 by their median over the passes%s" %
+              (i, c, len(over[c]), len(keys), (" (" + ", ".join(over[c]) + ")") if over[c] else ""))
+
+
+if __name__ == "__main__":
+    main()
