@@ -150,6 +150,21 @@ __attribute__((cold, noinline)) static void bad_event(int kind, const char *what
 static int kc_path(uint32_t path) {
   return path != CP_PATH_NONE && cp_path_valid(path) && cp_path_type(path) == ncclProfileKernelCh;
 }
+/* NCCL 2.28 keeps the CollApi and P2pApi handles a plugin gave it in
+ * thread-local state (ncclProfilerApiState) and stops the one of the
+ * call's kind at the end of every collective or point-to-point call,
+ * testing the handle but not the mask, while it sets the handle only when
+ * the call's mask asked for the event.  So each call made while NCCL is
+ * asked for less (collprof paused or outside a profiling window: the mask
+ * is GroupApi alone or 0) stops the last recorded call's CollApi again.
+ * Seen in test/gpu/ab.sh's paused blocks on 4 H200s (a "stopEvent twice"
+ * warning in every process).  It is NCCL's bookkeeping, not the
+ * application's, and nothing measured depends on it: ignored, no warning,
+ * no bad call (the replay tool makes these stops as NCCL does). */
+static int api_restop(uint32_t path) {
+  return path != CP_PATH_NONE && cp_path_valid(path) &&
+         (cp_path_type(path) & (ncclProfileCollApi | ncclProfileP2pApi)) != 0;
+}
 static const char kc_restop_what[] =
     "NCCL stopped a KernelCh again (NCCL 2.28 does when its proxy sees a channel's work end before its start); "
     "that channel's KernelCh of the current call is lost";
@@ -1522,6 +1537,8 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
     else if (kc_restop) {
       if (!scratch) cp_mask_kc_lost();
       bad_event(W_KC_RESTOP, kc_restop_what, h, f.path, t);
+    } else if (api_restop(f.path)) {
+      /* NCCL's kept API handle, stopped again (api_restop) */
     } else if (twice) bad_event(W_DOUBLE_STOP, "stopEvent twice on one event", h, f.path, t);
     else bad(W_STALE_HANDLE, "stopEvent with a stale or invalid handle; ignored");
     return NCCL_OK;

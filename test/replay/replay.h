@@ -59,6 +59,10 @@ uint64_t rp_host_finis(void);     /* finalize calls made */
 uint64_t rp_host_events_started(void);
 void rp_count_dropped(uint64_t n);
 uint64_t rp_dropped(void);
+/* stops NCCL makes on its kept CollApi/P2pApi handle in a call that did
+ * not start one (replay_engine.c) */
+void rp_count_stale_api_stop(void);
+uint64_t rp_stale_api_stops(void);
 
 /* ---- rules (replay_rules.c) ---- */
 /* Whether NCCL 2.28 emits an event of this type for an API call whose mask

@@ -12,7 +12,11 @@
  * event of that call (parse-time `root`) is emitted or not by NCCL's rules
  * for that value; events outside any call (ProxyCtrl) use the mask at their
  * own start.  A dropped event gets no callback, neither do its states and
- * stop; a kept child of a dropped parent gets parentObj NULL.
+ * stop; a kept child of a dropped parent gets parentObj NULL.  Except, as
+ * NCCL 2.28 does: a dropped CollApi's or P2pApi's stop goes to the handle
+ * the plugin gave that thread's last kept one of that type, which NCCL
+ * keeps in thread-local state and stops again at every such call
+ * (ncclProfilerStopCollApiEvent tests the handle, not the mask).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -34,6 +38,7 @@ typedef struct rp_run {
   uint64_t *offset_ns;   /* timed: when line i is due, from replay start */
   uint64_t start_ns;
   pid_t mypid;
+  void *(*last_api)[2];  /* per thread: the handles NCCL keeps for CollApi [0] and P2pApi [1] */
 } rp_run;
 
 typedef struct { rp_run *r; int me; } rp_thr_arg;
@@ -90,14 +95,28 @@ static void run_line(rp_run *r, size_t i) {
     if (l->ref >= 0) rp_host_fini(c->comms[l->ref].ctx, 1);
     else rp_host_fini((void *)(uintptr_t)l->raw, 0);
     break;
-  case RP_START:
+  case RP_START: {
     run_start(r, l->ref);
+    const rp_event *e = &c->events[l->ref];
+    const uint64_t t = e->d.type;
+    if (e->kept && (t == ncclProfileCollApi || t == ncclProfileP2pApi))
+      r->last_api[l->thr][t == ncclProfileP2pApi] = e->handle;
     break;
+  }
   case RP_STOP:
   case RP_STATE: {
     void *h;
     if (l->ref >= 0) {
       rp_event *e = &c->events[l->ref];
+      const uint64_t t = e->d.type;
+      if (!e->kept && l->cb == RP_STOP && (t == ncclProfileCollApi || t == ncclProfileP2pApi)) {
+        h = r->last_api[l->thr][t == ncclProfileP2pApi];   /* NCCL's stale thread-local handle */
+        if (h) {
+          rp_count_stale_api_stop();
+          rp_host_stop(h);
+        }
+        break;
+      }
       if (!e->kept || !e->handle) break;   /* NCCL only calls back with a handle */
       h = e->handle;
     } else {
@@ -149,6 +168,7 @@ int rp_replay(rp_capture *c, int api, int timed) {
   r.sems = calloc((size_t)nt, sizeof *r.sems);
   r.mine = calloc((size_t)nt, sizeof *r.mine);
   r.nmine = calloc((size_t)nt, sizeof *r.nmine);
+  r.last_api = calloc((size_t)nt, sizeof *r.last_api);
   for (size_t i = 0; i < c->nlines; i++) r.nmine[c->lines[i].thr]++;
   for (int t = 0; t < nt; t++) {
     r.mine[t] = malloc((r.nmine[t] ? r.nmine[t] : 1) * sizeof **r.mine);
@@ -181,6 +201,6 @@ int rp_replay(rp_capture *c, int api, int timed) {
   }
   for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
   for (int t = 0; t < nt; t++) { sem_destroy(&r.sems[t]); free(r.mine[t]); }
-  free(r.sems); free(r.mine); free(r.nmine); free(r.offset_ns); free(th); free(args);
+  free(r.sems); free(r.mine); free(r.nmine); free(r.last_api); free(r.offset_ns); free(th); free(args);
   return started == nt ? nt : -1;
 }

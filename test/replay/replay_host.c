@@ -249,3 +249,6 @@ uint64_t rp_host_finis(void) { return __atomic_load_n(&host_nfini, __ATOMIC_RELA
 uint64_t rp_host_events_started(void) { return __atomic_load_n(&host_nstarted, __ATOMIC_RELAXED); }
 void rp_count_dropped(uint64_t n) { __atomic_fetch_add(&host_ndropped, n, __ATOMIC_RELAXED); }
 uint64_t rp_dropped(void) { return __atomic_load_n(&host_ndropped, __ATOMIC_RELAXED); }
+static uint64_t host_nstale;
+void rp_count_stale_api_stop(void) { __atomic_fetch_add(&host_nstale, 1, __ATOMIC_RELAXED); }
+uint64_t rp_stale_api_stops(void) { return __atomic_load_n(&host_nstale, __ATOMIC_RELAXED); }

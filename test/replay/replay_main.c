@@ -12,7 +12,8 @@
  * r replays file r mod nfiles.  --rank-file-map prints which file each
  * process replays (and without MPI picks it by the launcher's rank variable,
  * OMPI_COMM_WORLD_RANK or PMIX_RANK, when one is set).  Ends with one line on
- * stderr: callbacks, events started, dropped by mask, threads, seconds.
+ * stderr: callbacks, events started, dropped by mask, threads, seconds, and
+ * the stops NCCL makes on a stale CollApi/P2pApi handle (replay_engine.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,9 +95,11 @@ int main(int argc, char **argv) {
       if (nthreads < 0) rc = 1;
     }
   }
-  rp_log("callbacks %llu, events started %llu, dropped by mask %llu, threads %d, seconds %.3f",
+  rp_log("callbacks %llu, events started %llu, dropped by mask %llu, threads %d, seconds %.3f, "
+         "stale API stops %llu",
          (unsigned long long)rp_host_callbacks(), (unsigned long long)rp_host_events_started(),
-         (unsigned long long)rp_dropped(), nthreads < 0 ? 0 : nthreads, mono_s() - t0);
+         (unsigned long long)rp_dropped(), nthreads < 0 ? 0 : nthreads, mono_s() - t0,
+         (unsigned long long)rp_stale_api_stops());
   if (mpi) rp_mpi_finalize();
   free(files);
   return rc;

@@ -15,9 +15,16 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "tap.h"
 #include "h1_util.h"
+
+/* NCCL 2.28's thread-local CollApi handle (ncclProfilerApiState): set
+ * only when a call's mask asks for the event, stopped at every call. */
+static void *nccl_collapi;
+static int stale_stops;
 
 /* One API call as NCCL makes it, with the mask m it read. */
 static void call_with(void *ctx, int m, int captured) {
@@ -33,19 +40,46 @@ static void call_with(void *ctx, int m, int captured) {
   memset(&a, 0, sizeof a);
   ncclProfiler_v5.recordEventState(ga, ncclProfilerGroupStartApiStop, &a);
   if (m & ~ncclProfileGroupApi) {
-    void *ca = h1_start(ctx, ncclProfileCollApi, ga, "AllReduce");
+    void *ca = nccl_collapi = h1_start(ctx, ncclProfileCollApi, ga, "AllReduce");
     ncclProfiler_v5.stopEvent(ca);
-    void *kl = h1_start(ctx, ncclProfileKernelLaunch, ga, NULL);
-    ncclProfiler_v5.stopEvent(kl);
+    h1_stop(h1_start(ctx, ncclProfileKernelLaunch, ga, NULL));
     void *gr = h1_start(ctx, ncclProfileGroup, NULL, NULL);
     void *co = h1_start(ctx, ncclProfileColl, ca, "AllReduce");
     ncclProfiler_v5.stopEvent(co);
-    ncclProfiler_v5.stopEvent(gr);
+    h1_stop(gr);
+  } else if (nccl_collapi) {
+    /* no CollApi started, but NCCL stops the one it kept from an earlier
+     * call again (src/plugin.c, api_restop) */
+    ncclProfiler_v5.stopEvent(nccl_collapi);
+    stale_stops++;
   }
   ncclProfiler_v5.recordEventState(ga, ncclProfilerGroupEndApiStart, &a);
   ncclProfiler_v5.stopEvent(ga);
 }
 static void call(void *ctx) { call_with(ctx, __atomic_load_n(&h1_mask, __ATOMIC_RELAXED), 0); }
+
+/* What the plugin writes on fd 2 between err_begin and err_end (the
+ * caller frees it). */
+static int err_saved = -1;
+static FILE *err_file;
+static void err_begin(void) {
+  fflush(stderr);
+  err_file = tmpfile();
+  err_saved = dup(2);
+  if (err_file) dup2(fileno(err_file), 2);
+}
+static char *err_end(void) {
+  fflush(stderr);
+  if (err_saved >= 0) { dup2(err_saved, 2); close(err_saved); err_saved = -1; }
+  char *buf = calloc(1, 4096);
+  if (err_file && buf) {
+    rewind(err_file);
+    size_t n = fread(buf, 1, 4095, err_file);
+    buf[n] = '\0';
+  }
+  if (err_file) fclose(err_file);
+  return buf ? buf : calloc(1, 1);
+}
 
 static uint64_t calls_of(const collprof_snapshot *s, const char *path) {
   const collprof_path_stat *p = h1_find(s, path);
@@ -86,7 +120,8 @@ int main(void) {
   is_u(s1.npaths, s0.npaths, "paused: no new path");
   is_u(s1.events_recorded + s1.events_counted, s0.events_recorded + s0.events_counted,
        "paused: no event recorded or counted");
-  is_u(s1.bad_calls, 0, "paused: no bad call");
+  ok(stale_stops == 7, "paused: NCCL stopped its kept CollApi handle again in each of the 7 calls (%d)", stale_stops);
+  is_u(s1.bad_calls, 0, "paused: no bad call, those stops included");
 
   /* A graph captured while paused still freezes the mask. */
   call_with(ctx, __atomic_load_n(&h1_mask, __ATOMIC_RELAXED), 1);
@@ -107,6 +142,23 @@ int main(void) {
   ok(sscanf(s3.windows, "%lf-%lf %lf-open", &a, &b, &c) == 3 && a == 0 && b <= c,
      "windows: from the first init to the pause, and from the resume on (\"%s\")", s3.windows);
   is_u(s3.bad_calls, 0, "no bad call");
+
+  /* Paused right after a recorded call: each paused call stops that
+   * call's recorded CollApi again (NCCL's kept handle), which is no bad
+   * call and says nothing on stderr. */
+  ok(collprof_pause() == 0, "paused again after a recorded call");
+  const int stale0 = stale_stops;
+  err_begin();
+  for (int i = 0; i < 3; i++) call(ctx);
+  char *err = err_end();
+  collprof_snapshot s4;
+  if (!ok(collprof_snapshot_take(&s4) == 0, "snapshot")) return done_testing();
+  ok(stale_stops - stale0 == 3, "NCCL stopped the recorded call's CollApi again in each of the 3 paused calls");
+  is_u(s4.bad_calls, 0, "...which is no bad call");
+  is_s(err, "", "...and no warning");
+  free(err);
+  collprof_snapshot_free(&s4);
+  ok(collprof_resume() == 1, "resumed");
 
   ok(collprof_write_local() == 0, "rank file written");
   char file[4200];
