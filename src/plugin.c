@@ -147,9 +147,10 @@ __attribute__((cold, noinline)) static void bad_event(int kind, const char *what
  * H200 (4 ranks, Broadcast): the two calls are counted as bad calls, one
  * line says what happened, and the sample in flight is paid back
  * (mask_control.h, cp_mask_kc_lost). */
-static int kc_path(uint32_t path) {
-  return path != CP_PATH_NONE && cp_path_valid(path) && cp_path_type(path) == ncclProfileKernelCh;
+static int path_of_type(uint32_t path, uint32_t types) {
+  return path != CP_PATH_NONE && cp_path_valid(path) && (cp_path_type(path) & types) != 0;
 }
+static int kc_path(uint32_t path) { return path_of_type(path, ncclProfileKernelCh); }
 /* NCCL 2.28 keeps the CollApi and P2pApi handles a plugin gave it in
  * thread-local state (ncclProfilerApiState) and stops the one of the
  * call's kind at the end of every collective or point-to-point call,
@@ -161,10 +162,7 @@ static int kc_path(uint32_t path) {
  * warning in every process).  It is NCCL's bookkeeping, not the
  * application's, and nothing measured depends on it: ignored, no warning,
  * no bad call (the replay tool makes these stops as NCCL does). */
-static int api_restop(uint32_t path) {
-  return path != CP_PATH_NONE && cp_path_valid(path) &&
-         (cp_path_type(path) & (ncclProfileCollApi | ncclProfileP2pApi)) != 0;
-}
+static int api_restop(uint32_t path) { return path_of_type(path, ncclProfileCollApi | ncclProfileP2pApi); }
 static const char kc_restop_what[] =
     "NCCL stopped a KernelCh again (NCCL 2.28 does when its proxy sees a channel's work end before its start); "
     "that channel's KernelCh of the current call is lost";
@@ -879,6 +877,21 @@ static inline void group_takes_posts(cp_thr *t, cp_pool *pool) {
     cp_pool_leave(pool, cp_pool_enter(pool, t));
 }
 
+/* A counted start that needs no stop: a KernelLaunch the launch timer
+ * left alone (no launch of this thread open) and a Group (v5: no event
+ * names it as parent; only v5 calls are counted).  NCCL calls stopEvent
+ * only with a handle it was given (ABI doc; ncclProfilerStopKernelLaunchEvent
+ * and the Group's stop test it), so a NULL handle spares NCCL's thread a
+ * callback whose counted stop would do nothing (stop_quiet).  The
+ * KernelLaunch stop in particular comes right after NCCL's launch call,
+ * with collprof's lines cold.  A capture keeps every handle, so that it
+ * records what NCCL would call. */
+static inline __attribute__((always_inline)) void counted_drop_handle(cp_thr *t, void **eHandle, uint32_t type) {
+  if ((type == ncclProfileGroup || (type == ncclProfileKernelLaunch && t->lt_cur == 0)) &&
+      !__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))
+    *eHandle = NULL;
+}
+
 /* An event of a counted call (host sampling, above): its path counted, a
  * handle of generation 0 that still names its path and pool, the hooks as
  * for any event.  A counted call never enters its pool, so at its GroupApi
@@ -898,6 +911,7 @@ static inline __attribute__((always_inline)) void start_counted(cp_thr *t, void 
   *eHandle = (void *)(uintptr_t)handle;
   cp_inc(&t->counted, 1);
   start_hooks(t, d, type, path, handle, ctxv, bytes, pool->comm_index);
+  counted_drop_handle(t, eHandle, type);
 }
 
 /* A counted start the memo holds (counted_memo.h): the path's count and
@@ -925,6 +939,7 @@ static inline __attribute__((always_inline)) void counted_hit(cp_thr *t, void **
                                                               const ncclProfilerEventDescr_v5_t *d, uint32_t type,
                                                               const cp_cmemo_ent *e, uint64_t hkey, uint64_t ctxv) {
   counted_hit_hooks(t, d, type, e, counted_hit_count(t, eHandle, e, hkey), ctxv);
+  counted_drop_handle(t, eHandle, type);
 }
 /* Whether start_hooks_b has nothing to do for this counted start: no
  * capture, and a Group (or a proxy type), a Coll/P2p while no timed launch
@@ -945,21 +960,6 @@ static __attribute__((noinline)) ncclResult_t counted_hooks_call(cp_thr *t, cons
   return NCCL_OK;
 }
 
-/* A counted start that needs no stop: a KernelLaunch the launch timer
- * left alone (no launch of this thread open) and a Group (v5: no event
- * names it as parent; only v5 calls are counted).  NCCL calls stopEvent
- * only with a handle it was given (ABI doc; ncclProfilerStopKernelLaunchEvent
- * and the Group's stop test it), so a NULL handle spares NCCL's thread a
- * callback whose counted stop would do nothing (stop_quiet).  The
- * KernelLaunch stop in particular comes right after NCCL's launch call,
- * with collprof's lines cold.  A capture keeps every handle, so that it
- * records what NCCL would call. */
-static inline __attribute__((always_inline)) void counted_drop_handle(cp_thr *t, void **eHandle, uint32_t type) {
-  if ((type == ncclProfileGroup || (type == ncclProfileKernelLaunch && t->lt_cur == 0)) &&
-      !__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))
-    *eHandle = NULL;
-}
-
 /* The fast path's counted start (start_fast): from the thread's memo of
  * earlier lookups (counted_memo.h) when it holds this event, else as
  * start_counted, after which the memo holds it.  Both do the same.  hkey:
@@ -974,7 +974,6 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
   if (LIKELY(e != NULL)) {
     if (type == ncclProfileGroupApi) group_takes_posts(t, pool);
     counted_hit(t, eHandle, d, type, e, hkey, ctxv);
-    counted_drop_handle(t, eHandle, type);
     return;
   }
   uint32_t func, dt;
@@ -982,7 +981,6 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
   descr_func(t, d, type, &func, &dt, &bytes);
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
   start_counted(t, eHandle, d, type, path, bytes, pool, ctxv, (uint32_t)(hkey >> 8) & CP_UNT_SLOT);
-  counted_drop_handle(t, eHandle, type);
   cp_prof_ent *pe = path != CP_PATH_NONE ? cp_prof_ent_get(t, path) : NULL;
   if (!pe) return;
   uint64_t *cls_calls = NULL;   /* a Coll/P2p's size class: made by the count above */
@@ -1103,8 +1101,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
     if (pdec ? (pf.gen == 0 && !untimed_coll(pobj, type)) : (!pobj && hs_counted_root(t, type))) {
       start_counted(t, eHandle, d, type, path, bytes, pool, ctxv,
                     pdec ? pf.slot & CP_UNT_SLOT : hs_root_xslot(t));
-      counted_drop_handle(t, eHandle, type);
-      return NCCL_OK;
+        return NCCL_OK;
     }
   }
 

@@ -21,20 +21,7 @@ import json
 import os
 import sys
 
-
-def median(v):
-    s = sorted(v)
-    n = len(s)
-    if not n:
-        return float("nan")
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-
-
-def size_str(b):
-    for unit, div in (("M", 1 << 20), ("K", 1 << 10)):
-        if b >= div and b % div == 0:
-            return "%d%s" % (b // div, unit)
-    return "%dB" % b
+from ab_report import median, size_str   # the same figures ab_report.py prints per pass
 
 
 def load_pass(pdir):
