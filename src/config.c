@@ -225,13 +225,14 @@ static void load(cp_config *c) {
   }
 
   get_bool("COLLPROF_START_PAUSED", &c->start_paused);
+  get_bool("COLLPROF_LEAN", &c->lean);
   v = 0;
   get_num("COLLPROF_GPU_SAMPLE_US", 0, 1000000000ull, &v);
   c->gpu_sample_us = (uint32_t)v;
-  v = 4;
+  v = 16;
   get_num("COLLPROF_GPU_SAMPLE_SMALL", 1, 1024, &v);
   c->gpu_sample_small = (uint32_t)v;
-  v = 65536;
+  v = 1048576;
   get_num("COLLPROF_GPU_SAMPLE_SMALL_BYTES", 0, 1ull << 40, &v);
   /* up to a power of two: a size class (2^(k-1) to 2^k bytes, the GPU
    * estimate's unit) is then all small or all not, so its sampled calls

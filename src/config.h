@@ -41,13 +41,16 @@ typedef struct cp_config {
                                call in N): a thread's KernelCh samples at least
                                this far apart on average, N growing to 4 N for
                                faster calls (mask_control.c, "Spacing") */
-  uint32_t gpu_sample_small; /* COLLPROF_GPU_SAMPLE_SMALL (default 4, 1..1024): an
+  uint32_t gpu_sample_small; /* COLLPROF_GPU_SAMPLE_SMALL (default 16, 1..1024): an
                                API call of fewer than gpu_sample_small_bytes
                                is sampled one in N x this (mask_control.c,
                                "Small calls") */
   uint64_t gpu_sample_small_bytes; /* COLLPROF_GPU_SAMPLE_SMALL_BYTES (default
-                               65536, rounded up to a power of two; 0: no call
+                               1 MiB, rounded up to a power of two; 0: no call
                                is small) */
+  int lean;                 /* COLLPROF_LEAN (default 0): a call that is only
+                               counted asks NCCL for its API events alone
+                               (mask_control.c, "Lean calls") */
   int start_paused;         /* COLLPROF_START_PAUSED (default 0): recording off
                                until the application calls collprof_resume() */
   int trace_on;             /* COLLPROF_TRACE (default 1) */

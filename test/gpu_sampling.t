@@ -136,9 +136,9 @@ PY
 done
 # The summary says which rule sampled the GPU: summary.log's configuration
 # and summary.json's config, from the rank records.
-for cw in "mixed.16|1 API call in 16, under 65536 bytes 1 in 64|4 65536" \
-          "ar_nvlink.4_1|1 API call in 4|1 65536" "sendrecv.2_2_512|1 API call in 2, under 512 bytes 1 in 4|2 512" \
-          "ar_grouped.1|every API call|4 65536"; do
+for cw in "mixed.16|1 API call in 16, under 1048576 bytes 1 in 256|16 1048576" \
+          "ar_nvlink.4_1|1 API call in 4|1 1048576" "sendrecv.2_2_512|1 API call in 2, under 512 bytes 1 in 4|2 512" \
+          "ar_grouped.1|every API call|16 1048576"; do
   IFS='|' read -r c want wj <<<"$cw"
   if [ ! -x "$COLLATE" ] || [ ! -d "$T/$c" ]; then skip "$c: no collprof-collate or no run"; skip "$c"; continue; fi
   [ -s "$T/$c/summary.log" ] || "$COLLATE" -q "$T/$c" >"$T/collate.log" 2>&1

@@ -16,8 +16,8 @@ forced samples so far are < 64 or < (k+1)/N.  A path has a GPU sample once a
 KernelCh of one of its calls arrived (at the KernelCh start, or with the
 third argument "stop", at its stop).
 
-Small calls (environment COLLPROF_GPU_SAMPLE_SMALL = M, default 4, and
-COLLPROF_GPU_SAMPLE_SMALL_BYTES = B, default 65536, rounded up to a power of
+Small calls (environment COLLPROF_GPU_SAMPLE_SMALL = M, default 16, and
+COLLPROF_GPU_SAMPLE_SMALL_BYTES = B, default 1048576, rounded up to a power of
 two; M = 1 or B = 0: one stream as above): the periodic decision in the
 hook of call k is taken in one of two streams, by call k's own bytes (its
 count x datatype size): small (0 < bytes < B) decisions are numbered
@@ -85,8 +85,8 @@ def size_class(r):
 
 
 def small_rule():
-    m = int(os.environ.get("COLLPROF_GPU_SAMPLE_SMALL") or 4)
-    b = int(os.environ.get("COLLPROF_GPU_SAMPLE_SMALL_BYTES") or 65536)
+    m = int(os.environ.get("COLLPROF_GPU_SAMPLE_SMALL") or 16)
+    b = int(os.environ.get("COLLPROF_GPU_SAMPLE_SMALL_BYTES") or 1048576)
     if b & (b - 1):
         b = 1 << b.bit_length()
     return (m, b) if m > 1 and b else (1, 0)

@@ -49,7 +49,7 @@ static void cp_usage(FILE *f) {
     "                          profile [COLLPROF_TRACE=1|0] (default: trace)\n"
     "      --gpu-sample N      GPU timing (KernelCh) on 1 API call in N; 1 every\n"
     "                          call, 0 never [COLLPROF_GPU_SAMPLE] (default 16;\n"
-    "                          calls under 64 KiB: 1 in 4N, COLLPROF_GPU_SAMPLE_SMALL)\n"
+    "                          calls under 1 MiB: 1 in 16N, COLLPROF_GPU_SAMPLE_SMALL)\n"
     "      --host-sample N     time and trace 1 API call in N, count every call\n"
     "                          (times become estimates) [COLLPROF_HOST_SAMPLE];\n"
     "                          1: every call; default auto: N from each\n"

@@ -30,7 +30,7 @@
 # mask 4031 (collprof's default mask), 4095, 1792 or MASK; the MPI layer
 # is not loaded then, and no summary is written.  "noop-sampled" is
 # noop-default with KernelCh sampled at collprof's default rates
-# (NOOP_GPU_SAMPLE=16: one call in 16, one in 64 below 64 KiB;
+# (NOOP_GPU_SAMPLE=16: one call in 16, one in 256 below 1 MiB;
 # test/noop/noop_plugin.c): NCCL's own cost of what collprof's defaults
 # ask it for, so collprof against it is what collprof's own work costs.  Where a collprof
 # configuration and its floor both ran (collprof-all and noop-all,

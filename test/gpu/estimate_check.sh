@@ -13,8 +13,8 @@
 # and without the outlier clause.  Runs stay in $RUN_OUT (n1.K, nN.K).
 # GPU_SAMPLE_US sets COLLPROF_GPU_SAMPLE_US (unset: collprof's default, 0,
 # one call in N), to compare the spacing's estimate; GPU_SAMPLE_SMALL sets
-# COLLPROF_GPU_SAMPLE_SMALL (unset: the default, calls under 64 KiB one in
-# 4 N; 1: every call one in N), to compare the small calls' rate, and
+# COLLPROF_GPU_SAMPLE_SMALL (unset: the default, calls under 1 MiB one in
+# 16 N; 1: every call one in N), to compare the small calls' rate, and
 # GPU_SAMPLE_SMALL_BYTES sets COLLPROF_GPU_SAMPLE_SMALL_BYTES.
 # A report, not a check: runs of this app differ by up to 3x (its split
 # phase), so only the distributions say anything.  Each run takes about

@@ -28,8 +28,8 @@
  *
  * NOOP_GPU_SAMPLE=N (default 0: off) makes it sample KernelCh as collprof
  * does by default, and nothing else: KernelCh on in the mask for one API
- * call in N, one in N x NOOP_GPU_SAMPLE_SMALL (default 4) for calls of
- * fewer than 64 KiB (CollApi/P2pApi count x datatype size), decided at
+ * call in N, one in N x NOOP_GPU_SAMPLE_SMALL (default 16) for calls of
+ * fewer than 1 MiB (CollApi/P2pApi count x datatype size), decided at
  * each CollApi/P2pApi for the next call and published at the outermost
  * GroupApi stop (src/mask_control.c's rule, at a fixed place in each
  * block instead of a drawn one: in a loop of one kind of call the rate
@@ -105,7 +105,7 @@ static void noop_set_ctx(void **context, int *mask) {
   c = getenv("NOOP_GPU_SAMPLE");
   noop_gs_n = c && atoi(c) > 0 ? atoi(c) : 0;
   c = getenv("NOOP_GPU_SAMPLE_SMALL");
-  noop_gs_m = c && atoi(c) > 0 ? atoi(c) : 4;
+  noop_gs_m = c && atoi(c) > 0 ? atoi(c) : 16;
   noop_gs_base = noop_mask_from_env();
   if (context) *context = (void *)(uintptr_t)(atomic_fetch_add(&noop_next_ctx, 1) << 4);
   if (mask) {
@@ -136,7 +136,7 @@ static uint64_t noop_dt_size(const char *dt) {
 
 /* At a CollApi/P2pApi: whether the next call samples KernelCh. */
 static void noop_gs_decide(uint64_t bytes) {
-  const int small = bytes && bytes < 65536;
+  const int small = bytes && bytes < 1048576;
   const uint64_t n = (uint64_t)noop_gs_n * (small ? (uint64_t)noop_gs_m : 1);
   atomic_store_explicit(&noop_gs_next, ++noop_gs_k[small] % n == 0, memory_order_relaxed);
 }

@@ -72,8 +72,8 @@ int main(void) {
   ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
   ok(c->start_paused == 0, "default: recording on from the start (COLLPROF_START_PAUSED=0)");
   ok(c->gpu_sample_us == 0, "default: GPU sampling exactly one call in N (COLLPROF_GPU_SAMPLE_US=0)");
-  ok(c->gpu_sample_small == 4 && c->gpu_sample_small_bytes == 65536,
-     "default: calls under 64 KiB sampled one in 4 N (COLLPROF_GPU_SAMPLE_SMALL=4, _BYTES=65536)");
+  ok(c->gpu_sample_small == 16 && c->gpu_sample_small_bytes == 1048576,
+     "default: calls under 1 MiB sampled one in 16 N (COLLPROF_GPU_SAMPLE_SMALL=16, _BYTES=1048576)");
   ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 16384,
      "default sizes");
   ok(c->trace_nice == 10, "default: the trace writer runs at nice 10");
@@ -154,8 +154,8 @@ int main(void) {
   w = reload_with("COLLPROF_GPU_SAMPLE_SMALL", "1");
   ok(!w[0] && c->gpu_sample_small == 1, "COLLPROF_GPU_SAMPLE_SMALL=1 (one in N for every call) taken");
   free(w);
-  bad_value("COLLPROF_GPU_SAMPLE_SMALL", "0", "4");
-  bad_value("COLLPROF_GPU_SAMPLE_SMALL", "5000", "4");
+  bad_value("COLLPROF_GPU_SAMPLE_SMALL", "0", "16");
+  bad_value("COLLPROF_GPU_SAMPLE_SMALL", "5000", "16");
   w = reload_with("COLLPROF_GPU_SAMPLE_SMALL_BYTES", "50000");
   ok(!w[0] && c->gpu_sample_small_bytes == 65536, "COLLPROF_GPU_SAMPLE_SMALL_BYTES=50000: 65536 (%llu), "
      "a power of two", (unsigned long long)c->gpu_sample_small_bytes);
@@ -166,7 +166,7 @@ int main(void) {
   w = reload_with("COLLPROF_GPU_SAMPLE_SMALL_BYTES", "0");
   ok(!w[0] && c->gpu_sample_small_bytes == 0, "COLLPROF_GPU_SAMPLE_SMALL_BYTES=0: no call is small");
   free(w);
-  bad_value("COLLPROF_GPU_SAMPLE_SMALL_BYTES", "big", "65536");
+  bad_value("COLLPROF_GPU_SAMPLE_SMALL_BYTES", "big", "1048576");
   ok(c->start_paused == 0, "bad COLLPROF_START_PAUSED falls back to 0");
   bad_value("COLLPROF_HOST_SAMPLE_US", "soon", "1000");
   ok(c->host_sample_us == 1000, "bad COLLPROF_HOST_SAMPLE_US falls back to 1000");
