@@ -26,6 +26,7 @@ void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank) {
   }
   s->gpu_launch_ns = p->gpu_launch_ns; s->gpu_launch_samples = p->gpu_launch_samples;
   s->untimed_calls = p->untimed_calls;
+  s->unseen_calls = p->unseen_calls;
   s->ev_min_ns = p->calls > p->untimed_calls ? p->min_ns : UINT64_MAX;   /* timed events only */
   s->ev_max_ns = p->calls > p->untimed_calls ? p->max_ns : 0;
   s->nranks = 1;
@@ -43,6 +44,7 @@ void cp_pstat_combine(cp_pstat *into, const cp_pstat *from) {
   into->gpu_outliers += from->gpu_outliers;
   into->gpu_launch_ns += from->gpu_launch_ns; into->gpu_launch_samples += from->gpu_launch_samples;
   into->untimed_calls += from->untimed_calls;
+  into->unseen_calls += from->unseen_calls;
   if (from->ev_min_ns < into->ev_min_ns) into->ev_min_ns = from->ev_min_ns;
   if (from->ev_max_ns > into->ev_max_ns) into->ev_max_ns = from->ev_max_ns;
   into->nranks += from->nranks;

@@ -81,6 +81,8 @@ static void read_path(json_t *o, cp_path_rec *p) {
   p->gpu_launch_samples = u64(o, "gpu_launch_samples");
   p->untimed_calls = u64(o, "untimed_calls");   /* absent when every call was timed */
   if (p->untimed_calls > p->calls) p->untimed_calls = p->calls;
+  p->unseen_calls = u64(o, "unseen_calls");     /* absent without lean calls */
+  if (p->unseen_calls > p->untimed_calls) p->unseen_calls = p->untimed_calls;
 }
 
 static void read_rank(json_t *o, cp_rank_data *r) {

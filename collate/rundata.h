@@ -46,6 +46,7 @@ typedef struct cp_path_rec {
   uint64_t gpu_launch_ns, gpu_launch_samples;   /* timed kernel launches (collprof.h) */
   uint64_t unterminated;
   uint64_t untimed_calls;  /* of calls, counted without a time (host sampling, collprof.h) */
+  uint64_t unseen_calls;   /* of calls, estimated (lean calls, collprof.h) */
 } cp_path_rec;
 
 /* One communicator of the rank (the "comms" list of the rank record). */
@@ -109,8 +110,9 @@ typedef struct cp_pstat {
            gpu_outliers,
            gpu_launch_ns, gpu_launch_samples,   /* timed kernel launches (collprof.h) */
            unterminated,                 /* sums over ranks */
-           untimed_calls;                /* calls without a time: total_ns, self_ns
+           untimed_calls,                /* calls without a time: total_ns, self_ns
                                             are estimates (collprof.h) */
+           unseen_calls;                 /* of calls, estimated (lean calls, collprof.h) */
   uint64_t ev_min_ns, ev_max_ns;         /* per event, over ranks with calls
                                             (UINT64_MAX / 0 when no calls) */
   uint32_t nranks;                       /* ranks that have the path */

@@ -129,6 +129,8 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
             st->unterminated);
     if (st->untimed_calls)   /* host sampling: total/self are estimates */
       fprintf(f, ",\"untimed_calls\":%" PRIu64 ",\"times_estimated\":true", st->untimed_calls);
+    if (st->unseen_calls)   /* lean calls: calls (and states) are estimates */
+      fprintf(f, ",\"unseen_calls\":%" PRIu64 ",\"calls_estimated\":true", st->unseen_calls);
     if (st->gpu_samples || st->gpu_ns) {
       fprintf(f, ",\"gpu_ns\":%" PRIu64 ",\"gpu_samples\":%" PRIu64 ",\"gpu_first_ns\":%" PRIu64
                  ",\"gpu_first_samples\":%" PRIu64 ",\"gpu_est_ns\":",

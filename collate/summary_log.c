@@ -141,17 +141,25 @@ static void profile(FILE *f, const cp_summary *s) {
   free(o);
   /* host sampling (COLLPROF_HOST_SAMPLE, plugin.c): counts exact, times
    * the timed calls' mean times the calls */
-  uint64_t calls = 0, untimed = 0;
-  size_t est = 0;
+  uint64_t calls = 0, untimed = 0, unseen = 0;
+  size_t est = 0, cest = 0;
   for (size_t i = 0; i < s->npaths; i++) {
     calls += s->paths[i].s.calls;
     untimed += s->paths[i].s.untimed_calls;
+    unseen += s->paths[i].s.unseen_calls;
     est += s->paths[i].s.untimed_calls != 0;
+    cest += s->paths[i].s.unseen_calls != 0;
   }
   if (untimed)
     fprintf(f, "Host times sampled (COLLPROF_HOST_SAMPLE): %" PRIu64 " of %" PRIu64
                " events timed; Total and Self of %zu paths are estimates (the timed events' mean x calls),"
-               " Calls and Bytes are exact\n", calls - untimed, calls, est);
+               " Calls and Bytes are exact%s\n", calls - untimed, calls, est,
+            cest ? " but where lean calls left them unseen (below)" : "");
+  /* lean calls (COLLPROF_LEAN): NCCL sent the API events alone */
+  if (unseen)
+    fprintf(f, "Lean calls (COLLPROF_LEAN): Calls and States of %zu paths below Coll/P2p or GroupApi are "
+               "estimates (%" PRIu64 " of their calls unseen: those seen x the Coll/P2p's or GroupApi's calls / "
+               "its calls not lean); GroupApi, CollApi, P2pApi, Coll and P2p calls are exact\n", cest, unseen);
   fputc('\n', f);
   gpu_table(f, s, pw);
 

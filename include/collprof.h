@@ -78,6 +78,16 @@ typedef struct collprof_path_stat {
                              self_ns hold each time times its weight; the
                              estimate is then total_ns * calls / (calls -
                              untimed_calls + timed_weight_extra) */
+  uint64_t unseen_calls;  /* of calls, those estimated, not seen: a path below
+                             a Coll/P2p (ProxyOp, ProxyStep, NetPlugin) or
+                             below or beside a GroupApi (KernelLaunch, Group)
+                             in a run with lean calls (COLLPROF_LEAN), where
+                             NCCL sent its events only in the calls that were
+                             not lean: calls is then those seen times the
+                             anchor's calls / its calls that were not lean
+                             (src/snapshot.c, scale_unseen), and its
+                             untimed_calls and states grow with it; 0 =
+                             every call seen */
 } collprof_path_stat;
 
 /* One communicator this process initialised. */

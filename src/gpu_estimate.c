@@ -31,6 +31,7 @@ void cp_gcls_add(cp_gcls *into, const cp_gcls *from) {
     uint64_t m = cp_ld(&b->max_ns);
     if (m > a->max_ns) a->max_ns = m;
   }
+  into->lean += cp_ld(&from->lean);
 }
 
 /* square root by Newton's method (the plugin links no libm) */

@@ -48,7 +48,10 @@ typedef struct cp_gcls_ent {
   uint64_t max_ns;         /* the longest periodic (not first-call) sample */
 } cp_gcls_ent;
 
-typedef struct cp_gcls { cp_gcls_ent c[CP_GCLS]; } cp_gcls;
+/* lean: of the path's calls, those counted from their CollApi/P2pApi in a
+ * lean call (plugin.c, lean_derive), kept here since the profile entry
+ * has no room left: only a Coll/P2p with bytes has lean calls. */
+typedef struct cp_gcls { cp_gcls_ent c[CP_GCLS]; uint64_t lean; } cp_gcls;
 
 static inline unsigned cp_gcls_of(uint64_t bytes) {
   if (!bytes) return 0;

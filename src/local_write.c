@@ -142,6 +142,8 @@ static void path_records(sbuf *b, const collprof_snapshot *s, const int64_t *gid
     if (p->gpu_classes) gpu_sizes(b, p->gpu_classes);
     if (p->untimed_calls)   /* host sampling (plugin.c): times are estimates */
       sb_printf(b, ",\"untimed_calls\":%llu", (unsigned long long)p->untimed_calls);
+    if (p->unseen_calls)   /* lean calls (snapshot.c, scale_unseen): calls are estimates */
+      sb_printf(b, ",\"unseen_calls\":%llu", (unsigned long long)p->unseen_calls);
     if (p->gpu_launch_samples)   /* launch_timer.h */
       sb_printf(b, ",\"gpu_launch_ns\":%llu,\"gpu_launch_samples\":%llu",
                 (unsigned long long)p->gpu_launch_ns, (unsigned long long)p->gpu_launch_samples);

@@ -33,11 +33,16 @@
  *     test/gpu/estimate_check.sh put the app's all-reduce at 0.58 of the
  *     measured GPU time with S = 500 against 0.76 with S = 0, on one
  *     4-H100 host (up to 64 N instead of 4 N: 0.47).
- *   - Small calls (COLLPROF_GPU_SAMPLE_SMALL = M, default 4, and
- *     COLLPROF_GPU_SAMPLE_SMALL_BYTES = B, default 64 KiB): KernelCh's cost
+ *   - Small calls (COLLPROF_GPU_SAMPLE_SMALL = M, default 16, and
+ *     COLLPROF_GPU_SAMPLE_SMALL_BYTES = B, default 1 MiB): KernelCh's cost
  *     to NCCL is about fixed per call (4 us for an 8 B all-reduce on 4
  *     H100s: 12.8 us a call with it, 8.8 without), so one in N costs a
- *     call of 10 us 3% and one of 100 us 0.3%.  So with M > 1 a thread's
+ *     call of 10 us 3% and one of 100 us 0.3%.  The defaults put calls
+ *     under 1 MiB (under 40 us on 2-4 H100s) at one in 256: with one in
+ *     64 under 64 KiB, 64-512 KiB all-reduces at one in 16 were 1.05-1.07
+ *     of paused on 2 H100s, and 4 H100s had 11 of 18 sizes of 8 B-1 MiB
+ *     above 1.03, none with these (test/gpu/ab.sh, README "Small calls'
+ *     GPU samples").  So with M > 1 a thread's
  *     decisions fall in two streams, each in blocks with one periodic
  *     sample as above: those made at a call of fewer than B bytes (its
  *     CollApi/P2pApi count x datatype size; 0 bytes does not count as
@@ -94,6 +99,24 @@
  *     a lost event cannot stop sampling.  N = 1 has every call sampled and no
  *     such guard: plugin.c then discards spans whose slot may have been
  *     reused (gpuSamplesDropped).
+ *
+ * Lean calls (COLLPROF_LEAN=1): a call that host sampling only counts
+ * (plugin.c, "Host sampling") and that runs without KernelCh needs no
+ * event below its CollApi/P2pApi: each Coll/P2p is one per CollApi/P2pApi,
+ * of the same func and bytes (every capture in shared/fixtures), so
+ * plugin.c counts it from its API event.  Yet NCCL still calls the plugin
+ * for the Group, Coll, KernelLaunch and proxy events of such a call, and
+ * counting those cost collprof more than 2 points of a 10 us all-reduce
+ * on 4 H200s (test/gpu/ab.sh: mask 4031 counted at 1.0268 of paused, the
+ * API events alone at 1.0067, the do-nothing plugin at 4031 1.0067).  So
+ * when the plugin says at a call's outermost group stop that the next
+ * call will be only counted (cp_mask_on_group_stop's lean_ok) and no
+ * KernelCh is wanted, the mask published for it is the lean one:
+ * GroupApi, CollApi, P2pApi and, if the base has it, ProxyCtrl (a proxy
+ * thread's own events, tied to no call).  The other types' counts then
+ * come from the calls that had them, scaled up (snapshot.c).  Never
+ * while frozen (a freeze publishes the base: the other bits may change at
+ * any time, only KernelCh must not), and a window's first call is full.
  *
  * Profiling periods (COLLPROF_PERIODS=delay:duration[:repeat], seconds,
  * fractions allowed; as ROCm Systems Profiler's trace periods): the clock
@@ -170,7 +193,10 @@ static atomic_int g_open_groups;      /* GroupApi events started, not stopped (f
 static atomic_int g_group_tid;        /* thread of the first GroupApi (0 = none yet) */
 static atomic_int g_kc_wait;          /* window just opened: KernelCh waits for a group stop */
 static int g_v4;                      /* the v4 API: no GroupApi events */
-static int g_switching;               /* N != 0 or periods: the mask may change at a group stop */
+static int g_switching;               /* N != 0, periods or lean: the mask may change at a group stop */
+static int g_lean_on;                 /* COLLPROF_LEAN, v5, and the lean mask is narrower than the base */
+static uint32_t g_lean_mask;          /* what a lean call asks for (header, "Lean calls") */
+static atomic_int g_next_lean;        /* the next call is lean (when KernelCh is off) */
 static _Atomic uint64_t g_forced[FORCE_CAP / 64]; /* paths that will not force: forced, or GPU-seen */
 static atomic_uint_fast64_t g_forced_total;
 
@@ -294,7 +320,8 @@ static uint32_t effective(void) {
   int kc = atomic_load_explicit(&g_next_kc, memory_order_relaxed) &&
            !atomic_load_explicit(&g_kc_wait, memory_order_relaxed) &&
            !atomic_load_explicit(&g_gated, memory_order_relaxed);
-  return g_base | (kc ? KC : 0);
+  if (kc) return g_base | KC;
+  return atomic_load_explicit(&g_next_lean, memory_order_relaxed) ? g_lean_mask : g_base;
 }
 
 /* Store the mask if it changed.  With periods, re-check the window after the
@@ -329,6 +356,7 @@ static void close_window(void) {
  * on): the first call after it is a first-call sample, and KernelCh waits
  * for a group stop, since a group may be open now. */
 static void open_window(void) {
+  atomic_store(&g_next_lean, 0);
   atomic_store(&g_next_first, g_n >= 2);
   atomic_store(&g_next_kc, g_n >= 1);
   atomic_store(&g_kc_wait, 1);
@@ -444,7 +472,10 @@ static void init_once(void) {
   g_have_periods = parse_periods(c->periods);
   if (c->start_paused) atomic_store(&g_paused, 1);
   /* N = 1 too: a pause with KernelCh on waits for a group stop */
-  g_switching = g_n >= 1 || g_have_periods;
+  g_lean_mask = (uint32_t)(ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi) |
+                (g_base & (uint32_t)ncclProfileProxyCtrl);
+  g_lean_on = c->lean && !g_v4 && !g_off && (g_base & ~g_lean_mask) != 0;
+  g_switching = g_n >= 1 || g_have_periods || g_lean_on;
   if (g_have_periods || atomic_load(&g_paused)) atomic_store(&g_win_used, 1);
   if (g_have_periods) atomic_store(&g_in_window, 0);
   /* the first window: from now if profiling is on (a pause before the
@@ -536,6 +567,8 @@ static void freeze(const char *why, const char *hazard) {
   if (kc) atomic_store(&g_frozen_kc, 1);
   if (atomic_exchange(&g_frozen, 1)) return;
   atomic_store(&g_next_first, 0);   /* from now on every call is alike */
+  /* no lean call any more: with KernelCh off, the base (effective) */
+  if (atomic_exchange(&g_next_lean, 0) && !kc) publish();
   snprintf(g_frozen_text, sizeof g_frozen_text, "%s, KernelCh %s", why, kc ? "on" : "off");
   atomic_store_explicit(&g_frozen_text_ready, 1, memory_order_release);
   /* Only KernelCh must stay as it is: with it off, windows and pauses
@@ -605,7 +638,7 @@ static void gate(void) {
     atomic_store_explicit(&g_gated, hold, memory_order_relaxed);
 }
 
-HIDDEN void cp_mask_on_group_stop(void) {
+HIDDEN void cp_mask_on_group_stop(int lean_ok) {
   if (!g_switching || atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
   /* the first calling thread's stop (cp_mask_on_group_start: no other
    * thread stops a group before the mask is frozen) */
@@ -613,18 +646,22 @@ HIDDEN void cp_mask_on_group_stop(void) {
   atomic_store_explicit(&g_open_groups, open - 1, memory_order_relaxed);
   if (open != 1) return;
   if (atomic_load_explicit(&g_kc_wait, memory_order_relaxed)) atomic_store(&g_kc_wait, 0);
+  const int lean = g_lean_on && lean_ok;
+  if (atomic_load_explicit(&g_next_lean, memory_order_relaxed) != lean)
+    atomic_store_explicit(&g_next_lean, lean, memory_order_relaxed);
   /* The common case, a call after which no sample is wanted, none is
    * being skipped and neither periods nor a pause were ever used: gate()
-   * would change nothing and effective() is the base mask (not frozen,
-   * above; profiling on, since only periods and pauses turn it off). */
+   * would change nothing and effective() is the base or lean mask (not
+   * frozen, above; profiling on, since only periods and pauses turn it
+   * off). */
   if (__builtin_expect(!(atomic_load_explicit(&g_next_kc, memory_order_relaxed) |
                          atomic_load_explicit(&g_gated, memory_order_relaxed) |
                          atomic_load_explicit(&g_deferred, memory_order_relaxed) |
                          atomic_load_explicit(&g_win_used, memory_order_relaxed)), 1)) {
     int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);
-    if (p && !atomic_load_explicit(&g_frozen_kc, memory_order_relaxed) &&
-        __atomic_load_n(p, __ATOMIC_RELAXED) != (int)g_base)
-      __atomic_store_n(p, (int)g_base, __ATOMIC_RELAXED);
+    const int v = (int)(lean ? g_lean_mask : g_base);
+    if (p && !atomic_load_explicit(&g_frozen_kc, memory_order_relaxed) && __atomic_load_n(p, __ATOMIC_RELAXED) != v)
+      __atomic_store_n(p, v, __ATOMIC_RELAXED);
     return;
   }
   gate();
@@ -666,6 +703,15 @@ HIDDEN const char *cp_mask_frozen_text(void) {
 }
 
 HIDDEN int cp_mask_frozen(void) { return atomic_load_explicit(&g_frozen, memory_order_relaxed); }
+
+HIDDEN int cp_mask_lean_on(void) { return g_lean_on; }
+
+HIDDEN int cp_mask_lean_value(uint32_t v) { return g_lean_on && v == g_lean_mask; }
+
+HIDDEN uint32_t cp_mask_now(void) {
+  int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);
+  return p ? (uint32_t)__atomic_load_n(p, __ATOMIC_RELAXED) : 0;
+}
 
 HIDDEN int cp_mask_kernelch_on(void) {
   int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);

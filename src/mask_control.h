@@ -39,7 +39,10 @@ void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes);
  * change inside a group causes).  A GroupApi from a thread other than the
  * first one's freezes the mask (cp_mask_on_graph_capture). */
 void cp_mask_on_group_start(int tid);
-void cp_mask_on_group_stop(void);
+/* lean_ok: the stopping thread's next call will be only counted, neither
+ * host-timed nor launch-timed (plugin.c, lean_next_ok), so that call may
+ * be lean (mask_control.c, "Lean calls") unless KernelCh is wanted. */
+void cp_mask_on_group_stop(int lean_ok);
 /* Before the first attach, from the v4 init: no GroupApi events will come,
  * so N >= 2 cannot be honoured safely and becomes 0. */
 void cp_mask_api_v4(void);
@@ -77,6 +80,13 @@ void cp_mask_kc_lost(void);
 uint64_t cp_mask_samples_deferred(void);
 uint64_t cp_mask_gate_resets(void);
 
+/* COLLPROF_LEAN is in effect (set once the first attach ran). */
+int cp_mask_lean_on(void);
+/* Whether mask value v (read at a GroupApi start: NCCL read the same) is
+ * the lean mask, i.e. the call is lean. */
+int cp_mask_lean_value(uint32_t v);
+/* NCCL's mask now (0 before the first attach). */
+uint32_t cp_mask_now(void);
 /* Whether the mask currently has KernelCh. */
 int cp_mask_kernelch_on(void);
 /* Whether the sample the mask now asks for is a first-call sample (call 0,

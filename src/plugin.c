@@ -263,6 +263,12 @@ static inline uint32_t counted_slot(uint32_t type) { return (uint32_t)__builtin_
  * bits anyway, take no extra test. */
 #define CP_UNT_SLOT 0x20u
 #define CP_UNT_BIT ((uint64_t)CP_UNT_SLOT << 8)
+/* ...and a counted event of a lean call (mask_control.c, "Lean calls")
+ * this one: its CollApi/P2pApi also count the Coll/P2p that NCCL will not
+ * send (start_lean), tested where the other two are. */
+#define CP_LEAN_SLOT 0x40u
+#define CP_LEAN_BIT ((uint64_t)CP_LEAN_SLOT << 8)
+#define CP_XSLOTS (CP_UNT_SLOT | CP_LEAN_SLOT)
 static inline uint32_t counted_type(uint64_t h) {
   const uint32_t b = (uint32_t)(h >> 8) & 0xFu;
   return b ? 1u << (b - 1) : 0;
@@ -445,7 +451,9 @@ static inline __attribute__((always_inline)) void hs_decide(cp_thr *t) {
     t->hs_mode = HS_OFF;
     return;
   }
-  t->sampled = (int8_t)(cp_mask_kernelch_on() ? 1 + cp_mask_sample_first() : 0);
+  const uint32_t mask = cp_mask_now();   /* what NCCL read for this call */
+  t->sampled = (int8_t)(mask & ncclProfileKernelCh ? 1 + cp_mask_sample_first() : 0);
+  t->lean = 0;
   const int n = g.host_sample;
   if (LIKELY(n == 1)) { t->hs_mode = HS_TIMED; return; }
   int timed = 0;
@@ -463,6 +471,29 @@ static inline __attribute__((always_inline)) void hs_decide(cp_thr *t) {
   t->hs_wlg = (int8_t)(timed && n < 0 ? t->hs_lg : 0);
   if (UNLIKELY(t->hs_force)) timed |= hs_forced(t);
   t->hs_mode = (int8_t)(timed ? HS_TIMED : t->sampled ? HS_UNTIMED : HS_COUNTED);
+  /* A lean call: NCCL sends no Coll/P2p to time (lean_next_ok asked for
+   * one only where this call was not to be timed; should the mask have
+   * been changed by another thread since, it is counted all the same). */
+  if (UNLIKELY(cp_mask_lean_value(mask))) {
+    t->lean = 1;
+    t->hs_mode = HS_COUNTED;
+    t->hs_wlg = 0;
+    cp_inc(&t->lean_calls, 1);
+  }
+}
+
+/* At a GroupApi stop of this thread: whether its next call may be lean,
+ * i.e. will be only counted (hs_decide's block arithmetic says not timed,
+ * no path waits to be timed) and the launch timer will not want its
+ * KernelLaunch (no run open, its countdown not at a large call's turn).
+ * A block's first call has its sample not drawn yet: not lean. */
+static inline int lean_next_ok(const cp_thr *t) {
+  if (LIKELY(!cp_mask_lean_on())) return 0;
+  const int n = g.host_sample;
+  if (n == 1 || t->hs_force) return 0;
+  if (n != 0 && (t->hs_n == 0 || t->hs_n == t->hs_pos)) return 0;
+  if (cp_lt_every && (t->lt_cur != 0 || (t->lt_left == 0 && t->lt_big))) return 0;
+  return 1;
 }
 
 /* hs_decide, unless start_group_api made this GroupApi's decision before
@@ -504,7 +535,9 @@ static inline int hs_counted_root(const cp_thr *t, uint32_t type) {
 }
 /* The slot bits a counted root's handle carries: CP_UNT_SLOT in an
  * untimed call, inherited by its counted children. */
-static inline uint32_t hs_root_xslot(const cp_thr *t) { return t->hs_mode == HS_UNTIMED ? CP_UNT_SLOT : 0; }
+static inline uint32_t hs_root_xslot(const cp_thr *t) {
+  return t->hs_mode == HS_UNTIMED ? CP_UNT_SLOT : t->lean ? CP_LEAN_SLOT : 0;
+}
 /* A child of counted parent handle pobj that is recorded all the same: a
  * Coll/P2p of an untimed call, since its KernelCh need its slot (the rest
  * of that call is counted). */
@@ -980,7 +1013,7 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
   uint64_t bytes;
   descr_func(t, d, type, &func, &dt, &bytes);
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
-  start_counted(t, eHandle, d, type, path, bytes, pool, ctxv, (uint32_t)(hkey >> 8) & CP_UNT_SLOT);
+  start_counted(t, eHandle, d, type, path, bytes, pool, ctxv, (uint32_t)(hkey >> 8) & CP_XSLOTS);
   cp_prof_ent *pe = path != CP_PATH_NONE ? cp_prof_ent_get(t, path) : NULL;
   if (!pe) return;
   uint64_t *cls_calls = NULL;   /* a Coll/P2p's size class: made by the count above */
@@ -991,6 +1024,48 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
   const int api = type == ncclProfileCollApi || type == ncclProfileP2pApi;
   cp_cmemo_fill(t, parent_path, type, &k, ((uint64_t)path << 44) | ((uint64_t)counted_slot(type) << 8), pe,
                 api ? api_bytes(t, d, type) : bytes, cls_calls);
+}
+
+/* A lean call's CollApi/P2pApi at api_path: the Coll/P2p NCCL will not
+ * send is counted here, on the path it would have had, with the API
+ * event's func and bytes (mask_control.c, "Lean calls"), and its count
+ * marked as made so (cp_gcls lean: the snapshot scales its descendants'
+ * counts by it).  The launch timer's countdown runs as at the launch it
+ * would have seen, so that a large call's launch still comes round to be
+ * timed (lean_next_ok then asks for a full call). */
+static __attribute__((noinline)) void lean_derive(cp_thr *t, const ncclProfilerEventDescr_v5_t *d, uint32_t type,
+                                                  uint32_t api_path) {
+  const int coll = type == ncclProfileCollApi;
+  const uint32_t func = cp_str_intern_t(t, coll ? d->collApi.func : d->p2pApi.func);
+  const uint32_t path = cp_path_child_t(t, api_path, coll ? ncclProfileColl : ncclProfileP2p, func);
+  cp_prof_ent *pe = path != CP_PATH_NONE ? cp_prof_ent_get(t, path) : NULL;
+  if (!pe) return;
+  const uint64_t bytes = api_bytes(t, d, type);
+  if (cp_profile_count_e(pe, bytes)) hs_ask(t, pe);
+  if (pe->cls) cp_inc(&pe->cls->lean, 1);
+  cp_inc(&t->counted, 1);
+  if (cp_lt_every && t->lt_cur == 0 && t->lt_big && t->lt_left) t->lt_left--;
+}
+
+/* A counted event under a lean call's handle (hkey carries CP_LEAN_BIT,
+ * which its own handle inherits).  A CollApi/P2pApi is counted, and its
+ * Coll/P2p with it (lean_derive).  A Coll/P2p that comes all the same
+ * (the mask changed within the call: a freeze) was counted so already:
+ * it gets a handle that names its path, and no count. */
+static __attribute__((noinline)) void start_lean(cp_thr *t, void **eHandle, const ncclProfilerEventDescr_v5_t *d,
+                                                 uint32_t type, uint32_t parent_path, cp_pool *pool, uint64_t hkey,
+                                                 uint64_t ctxv) {
+  if (type & (ncclProfileColl | ncclProfileP2p)) {
+    uint32_t func, dt;
+    uint64_t bytes;
+    descr_func(t, d, type, &func, &dt, &bytes);
+    const uint32_t path = cp_path_child_t(t, parent_path, type, func);
+    *eHandle = (void *)(uintptr_t)pool_handle(pool, path, counted_slot(type) | CP_LEAN_SLOT, 0);
+    return;
+  }
+  start_counted_fast(t, eHandle, d, type, parent_path, pool, hkey | CP_LEAN_BIT, ctxv);
+  if ((type & (ncclProfileCollApi | ncclProfileP2pApi)) && *eHandle)
+    lean_derive(t, d, type, (uint32_t)((uint64_t)(uintptr_t)*eHandle >> 44) & 0xFFFFu);
 }
 
 /* An event of an off call (HS_OFF): no path, no count, no record; its
@@ -1093,6 +1168,10 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
     start_off(t, eHandle, d, type, pool);
     return NCCL_OK;
   }
+  if (hs && pdec && pf.gen == 0 && (pf.slot & CP_LEAN_SLOT)) {
+    start_lean(t, eHandle, d, type, parent_path, pool, pool->hkey, ctxv);
+    return NCCL_OK;
+  }
   uint32_t func, dt;
   uint64_t bytes;
   descr_func(t, d, type, &func, &dt, &bytes);
@@ -1100,7 +1179,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   if (hs) {
     if (pdec ? (pf.gen == 0 && !untimed_coll(pobj, type)) : (!pobj && hs_counted_root(t, type))) {
       start_counted(t, eHandle, d, type, path, bytes, pool, ctxv,
-                    pdec ? pf.slot & CP_UNT_SLOT : hs_root_xslot(t));
+                    pdec ? pf.slot & CP_XSLOTS : hs_root_xslot(t));
         return NCCL_OK;
     }
   }
@@ -1201,6 +1280,10 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     if (UNLIKELY(counted && (pobj & CP_UNT_BIT))) {
       unt = CP_UNT_BIT;
       if (untimed_coll(pobj, type)) counted = 0;
+    }
+    if (UNLIKELY(counted && (pobj & CP_LEAN_BIT))) {
+      start_lean(t, eHandle, d, type, parent_path, pool, hkey, ctxv);
+      return 1;
     }
   } else {
     if (type == ncclProfileGroupApi) hs_decide_once(t);
@@ -1312,7 +1395,7 @@ static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, voi
   const uint32_t type = (uint32_t)type64;
   uint32_t parent_path = CP_PATH_NONE;
   if (pobj) {
-    if ((pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT)) != 0 || ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0)
+    if ((pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT)) != 0 || ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0)
       return start_rest(t, eHandle, d, ctxv);
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
   } else if (type != ncclProfileGroup || t->hs_mode != HS_COUNTED) {
@@ -1354,7 +1437,7 @@ static __attribute__((noinline)) ncclResult_t start_group_api(cp_thr *t, void **
     const cp_cmemo_ent *e = cp_cmemo_find(t, CP_PATH_NONE, ncclProfileGroupApi, &k);
     if (LIKELY(e != NULL)) {
       group_takes_posts(t, pool);
-      counted_hit(t, eHandle, d, ncclProfileGroupApi, e, t->last_hkey, ctxv);
+      counted_hit(t, eHandle, d, ncclProfileGroupApi, e, t->last_hkey | (t->lean ? CP_LEAN_BIT : 0), ctxv);
       return NCCL_OK;
     }
   }
@@ -1370,7 +1453,7 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
     /* a counted parent's child, or a Group (of a counted call or not):
      * the short way first; a recorded event straight on */
     const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
-    if (pobj ? (pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT)) == 0 : d->type == ncclProfileGroup)
+    if (pobj ? (pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT)) == 0 : d->type == ncclProfileGroup)
       return start_counted_child(t, eHandle, d, ctxv);
     if (!pobj && d->type == ncclProfileGroupApi) return start_group_api(t, eHandle, d, ctxv);
     return start_rest(t, eHandle, d, ctxv);
@@ -1499,7 +1582,7 @@ static ncclResult_t stop_counted(cp_thr *t, uint64_t h) {
   if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED)) && !(h & CP_OFF_BIT)) cp_capture_stop(h);
   const uint32_t type = counted_type(h);
   if (type == ncclProfileGroupApi) {
-    cp_mask_on_group_stop();
+    cp_mask_on_group_stop(lean_next_ok(t));
     if (UNLIKELY(t->lt_cur != 0)) cp_lt_group_stop(t, ev_now());
   } else if (type == ncclProfileKernelLaunch) cp_lt_launch_stop(t);
   return NCCL_OK;
@@ -1592,7 +1675,7 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   CP_PH(CP_PH_T_PROFILE, 0);
   if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);
   if (type == ncclProfileGroupApi) {
-    cp_mask_on_group_stop();   /* may switch KernelCh */
+    cp_mask_on_group_stop(lean_next_ok(t));   /* may switch KernelCh, or go lean */
     cp_lt_group_stop(t, now);
   }
   else if (type == ncclProfileKernelLaunch) cp_lt_launch_stop(t);

@@ -73,6 +73,48 @@ static void scale_untimed(collprof_path_stat *p) {
   p->self_ns = cp_hs_estimate(p->self_ns, p->calls, timed, wx);
 }
 
+/* Lean calls (mask_control.c, "Lean calls"): NCCL sent only the API
+ * events of such a call, and plugin.c counted its Coll/P2p from them
+ * (cp_gcls lean), so calls stay exact down to Coll/P2p.  The types below
+ * are seen only in the calls that were not lean; each such path's counts
+ * are scaled by its anchor's calls over the anchor's calls that were not
+ * lean: the nearest Coll/P2p above it for ProxyOp, ProxyStep and
+ * NetPlugin, the GroupApi root (this process's lean calls, counted at
+ * their GroupApi) for KernelLaunch and Group.  A ratio estimate: it
+ * assumes a path's calls bring the same events whether lean or not, as
+ * calls of one size in a loop do.  KernelCh are GPU samples, taken in
+ * calls that are never lean: left as they are. */
+static void scale_by(collprof_path_stat *p, uint64_t all, uint64_t seen) {
+  if (!p->calls || seen == 0 || seen >= all) return;
+  const uint64_t est = (uint64_t)(((unsigned __int128)p->calls * all + seen / 2) / seen);
+  const uint64_t extra = est - p->calls;
+  p->unseen_calls = extra;
+  p->untimed_calls += extra;
+  p->calls = est;
+  p->states = (uint64_t)(((unsigned __int128)p->states * all + seen / 2) / seen);
+}
+static void scale_unseen(collprof_path_stat *paths, size_t n, cp_gcls **cls) {
+  uint64_t lean = 0, groups = 0;
+  for (cp_thr *t = cp_thr_all(); t; t = t->next) lean += cp_ld(&t->lean_calls);
+  if (!lean) return;
+  for (size_t i = 0; i < n; i++)
+    if (paths[i].leaf_type == ncclProfileGroupApi && cp_path_parent((uint32_t)i) == CP_PATH_NONE)
+      groups += paths[i].calls;
+  for (size_t i = 0; i < n; i++) {
+    collprof_path_stat *p = &paths[i];
+    const uint32_t ty = p->leaf_type;
+    if (ty == ncclProfileKernelLaunch || ty == ncclProfileGroup) {
+      scale_by(p, groups, groups > lean ? groups - lean : 0);
+    } else if (ty & (ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileNetPlugin)) {
+      uint32_t a = cp_path_parent((uint32_t)i);
+      while (a < n && !(paths[a].leaf_type & (ncclProfileColl | ncclProfileP2p))) a = cp_path_parent(a);
+      if (a >= n || !cls || !cls[a]) continue;
+      const uint64_t al = cls[a]->lean, all = paths[a].calls;
+      scale_by(p, all, all > al ? all - al : 0);
+    }
+  }
+}
+
 static void path_estimate(collprof_path_stat *p, cp_gcls *g) {
   if (g && p->gpu_samples && p->leaf_type != 64) {
     cp_gcls_fill_unsized(g, p->calls);
@@ -190,6 +232,7 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
       scan_pool(cp_registry_lane(i, l), &sc, &out->blacklist_evictions, &memory, ci);
   }
   scan_pool(cp_core_pool_for(0, 0), &sc, &out->blacklist_evictions, &memory, NULL);
+  scale_unseen(out->paths, n, cls);
   for (size_t i = 0; i < n; i++) {
     collprof_path_stat *p = &out->paths[i];
     if (p->calls == p->untimed_calls) p->min_ns = p->max_ns = 0;

@@ -55,6 +55,7 @@ run() {
     ${COLLPROF_LAUNCH_INTERVAL_US:+-x COLLPROF_LAUNCH_INTERVAL_US=$COLLPROF_LAUNCH_INTERVAL_US} \
     ${COLLPROF_LAUNCH_RUN:+-x COLLPROF_LAUNCH_RUN=$COLLPROF_LAUNCH_RUN} \
     ${COLLPROF_HOST_SAMPLE:+-x COLLPROF_HOST_SAMPLE=$COLLPROF_HOST_SAMPLE} \
+    ${COLLPROF_LEAN:+-x COLLPROF_LEAN=$COLLPROF_LEAN} \
     "$APP" --out "$d/app" "$@" ${APP_ARGS:-} >"$d/app.log" 2>&1
   local rc=$?
   grep -E '^collprof|avg bus' "$d/app.log" | sed 's/^/   /' | tail -n 20

@@ -132,7 +132,7 @@ static uint64_t drive_sized(const uint32_t *paths, const uint64_t *bytes, size_t
     if (s && arrives(paths[k])) g_seen[paths[k]] = 1;               /* KernelCh came */
     cp_mask_on_group_start(1);                                      /* ungrouped call: */
     cp_mask_on_api_call(paths[k], s, bytes ? bytes[k] : 0);         /* a group of one */
-    cp_mask_on_group_stop();
+    cp_mask_on_group_stop(0);
   }
   return count;
 }
@@ -319,7 +319,7 @@ static void sc_periods(void) {
   /* During a window, API calls sample as usual; outside, hooks keep it 0. */
   cp_mask_on_group_start(1);
   cp_mask_on_api_call(1, 0, 0);
-  cp_mask_on_group_stop();
+  cp_mask_on_group_stop(0);
   check(MASK() == OFF, "periods: a late call outside a window leaves the mask off");
   cp_mask_shutdown();
   cp_mask_shutdown();
@@ -373,7 +373,7 @@ static void sc_kernelch_only(void) {
   for (int k = 0; k < 100; k++) {
     cp_mask_on_group_start(1);
     cp_mask_on_api_call(1, cp_mask_kernelch_on(), 0);
-    cp_mask_on_group_stop();
+    cp_mask_on_group_stop(0);
   }
   check(MASK() == KC && cp_mask_sampled_calls() == 100,
         "mask KernelCh only: sampled on every call (no callback could turn it back on)");
@@ -405,9 +405,9 @@ static void sc_group_hold(void) {
     cp_mask_on_api_call(200 + k, (before & KC) != 0, 0);
     if (MASK() != before) changed = 1;
   }
-  cp_mask_on_group_stop();
+  cp_mask_on_group_stop(0);
   check(!changed && MASK() == before, "N=2: no change while a group is open (40 calls, 2 groups)");
-  cp_mask_on_group_stop();
+  cp_mask_on_group_stop(0);
   /* The 40 calls' last decision: periodic(40) or forcing of a new path. */
   got_kc_decision = (MASK() & ~KC) == DEFAULT_MASK;
   check(got_kc_decision, "N=2: the last group stop publishes (mask 0x%x)", (unsigned)MASK());
@@ -422,7 +422,7 @@ static void sc_group_hold(void) {
       cp_mask_on_api_call(7, (m & KC) != 0, 0);
       if (MASK() != m) bad = 1;
     }
-    cp_mask_on_group_stop();
+    cp_mask_on_group_stop(0);
   }
   check(!bad, "N=2: groups of 3 calls: the mask never changes inside a group");
   check(groups_on > 300 && groups_on < 2700, "N=2: groups of 3 calls: %llu of 3000 groups sampled",
@@ -437,22 +437,112 @@ static void sc_second_thread(void) {
   for (int k = 0; k < 10; k++) {
     cp_mask_on_group_start(11);
     cp_mask_on_api_call(1, (MASK() & KC) != 0, 0);
-    cp_mask_on_group_stop();
+    cp_mask_on_group_stop(0);
   }
   check(!cp_mask_frozen() && g_warnings == 0, "one thread: not frozen, no warning");
   cp_mask_on_group_start(12);
   int m = MASK();
   check(cp_mask_frozen() && g_warnings == 1, "a second thread's group freezes the mask, one warning");
   cp_mask_on_api_call(1, 0, 0);
-  cp_mask_on_group_stop();
+  cp_mask_on_group_stop(0);
   int same = 1;
   for (int k = 0; k < 100; k++) {
     cp_mask_on_group_start(11 + k % 2);
     cp_mask_on_api_call(2 + (uint32_t)k, (MASK() & KC) != 0, 0);
-    cp_mask_on_group_stop();
+    cp_mask_on_group_stop(0);
     if (MASK() != m) same = 0;
   }
   check(same && g_warnings == 1, "frozen: 100 more calls from both threads leave the mask 0x%x", m);
+}
+
+/* Lean calls (COLLPROF_LEAN, mask_control.c "Lean calls"): a group stop
+ * told lean_ok publishes GroupApi|CollApi|P2pApi|ProxyCtrl for the next
+ * call unless KernelCh is wanted, never inside a group, never once frozen
+ * (the freeze publishes the base), and not at all without COLLPROF_LEAN. */
+#define LEAN (GROUPAPI | 512 | 1024 | 32)
+static void sc_lean(void) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.lean = 1;
+  cp_mask_attach(&g_mask);
+  check(cp_mask_lean_on(), "COLLPROF_LEAN=1, mask 4031: lean calls on");
+  int lean = 0, kc = 0, other = 0, kc_and_lean = 0;
+  for (uint32_t k = 0; k < 400; k++) {
+    const int m = MASK();
+    if (m == LEAN) lean++;
+    else if (m & KC) kc++;
+    else if (m != DEFAULT_MASK) other++;
+    if (cp_mask_lean_value((uint32_t)m) && (m & KC)) kc_and_lean++;
+    g_seen[1] = 1;   /* the path has a GPU sample: no forcing after the first */
+    cp_mask_on_group_start(1);
+    cp_mask_on_api_call(1, (m & KC) != 0, 0);
+    cp_mask_on_group_stop(1);
+  }
+  check(lean > 300 && kc >= 20 && other == 0 && kc_and_lean == 0,
+        "lean_ok at every stop: %d lean calls, %d with KernelCh (full), %d other masks", lean, kc, other);
+  check(cp_mask_lean_value(LEAN) && !cp_mask_lean_value(DEFAULT_MASK), "cp_mask_lean_value tells the lean mask");
+  /* not lean_ok: the base */
+  cp_mask_on_group_start(1);
+  cp_mask_on_api_call(1, 0, 0);
+  cp_mask_on_group_stop(0);
+  check(MASK() == DEFAULT_MASK || (MASK() & KC), "a stop without lean_ok publishes the base (0x%x)", MASK());
+  /* inside a group the mask does not change */
+  cp_mask_on_group_start(1);
+  cp_mask_on_group_start(1);
+  const int before = MASK();
+  cp_mask_on_api_call(1, (before & KC) != 0, 0);
+  cp_mask_on_group_stop(1);   /* the inner one */
+  check(MASK() == before, "an inner group's stop changes nothing");
+  cp_mask_on_group_stop(1);
+  /* lean now (or KernelCh): a second thread freezes, and the mask becomes the base */
+  for (int k = 0; k < 40 && MASK() != LEAN; k++) {
+    cp_mask_on_group_start(1);
+    cp_mask_on_api_call(1, (MASK() & KC) != 0, 0);
+    cp_mask_on_group_stop(1);
+  }
+  check(MASK() == LEAN, "lean again before the freeze");
+  cp_mask_on_group_start(2);
+  check(cp_mask_frozen() && MASK() == DEFAULT_MASK, "a second thread freezes the mask at the base (0x%x)", MASK());
+  int stays = 1;
+  for (int k = 0; k < 50; k++) {
+    cp_mask_on_group_start(1 + k % 2);
+    cp_mask_on_api_call(1, 0, 0);
+    cp_mask_on_group_stop(1);
+    if (MASK() != DEFAULT_MASK) stays = 0;
+  }
+  check(stays, "frozen: lean_ok no longer publishes the lean mask");
+}
+static void sc_lean_off(void) {
+  config(DEFAULT_MASK, 16, "");
+  cp_mask_attach(&g_mask);
+  int lean = 0;
+  for (uint32_t k = 0; k < 200; k++) {
+    if (MASK() == LEAN) lean++;
+    cp_mask_on_group_start(1);
+    cp_mask_on_api_call(1, (MASK() & KC) != 0, 0);
+    cp_mask_on_group_stop(1);
+  }
+  check(!cp_mask_lean_on() && lean == 0, "without COLLPROF_LEAN no call is lean (%d)", lean);
+}
+static void sc_lean_n0(void) {
+  /* GPU sampling off: the mask switches for lean calls alone */
+  config(DEFAULT_MASK, 0, "");
+  g_cfg.lean = 1;
+  cp_mask_attach(&g_mask);
+  int lean = 0;
+  for (uint32_t k = 0; k < 100; k++) {
+    if (MASK() == LEAN) lean++;
+    cp_mask_on_group_start(1);
+    cp_mask_on_api_call(1, 0, 0);
+    cp_mask_on_group_stop(k % 10 != 9);
+  }
+  check(lean == 90, "N=0, lean_ok at 9 stops in 10: 90 of 100 calls lean, the first and 9 after a stop without it full (%d)", lean);
+}
+static void sc_lean_api_mask(void) {
+  /* a base of the API events alone: nothing to leave out, no lean calls */
+  config(GROUPAPI | 512 | 1024, 16, "");
+  g_cfg.lean = 1;
+  cp_mask_attach(&g_mask);
+  check(!cp_mask_lean_on(), "base mask 1792: lean calls off (nothing to leave out)");
 }
 
 /* v4 (NCCL 2.27) has no GroupApi events: no safe point, so N >= 2 turns
@@ -485,7 +575,7 @@ static void sc_window_close(void) {
         (unsigned)MASK());
   cp_mask_on_group_start(1);
   cp_mask_on_api_call(1, 0, 0);
-  cp_mask_on_group_stop();
+  cp_mask_on_group_stop(0);
   check((uint32_t)MASK() == (DEFAULT_MASK | KC), "N=1: KernelCh at the first group stop (0x%x)",
         (unsigned)MASK());
   cp_mask_on_group_start(1);            /* a group open across the window's end */
@@ -496,7 +586,7 @@ static void sc_window_close(void) {
   check((uint32_t)MASK() == (DEFAULT_MASK | KC),
         "window ended inside a group: mask unchanged (0x%x)", (unsigned)MASK());
   cp_mask_on_api_call(1, 1, 0);
-  cp_mask_on_group_stop();
+  cp_mask_on_group_stop(0);
   check(MASK() == OFF, "...and off (GroupApi alone) at that group's stop (0x%x)", (unsigned)MASK());
   cp_mask_shutdown();
 }
@@ -596,7 +686,7 @@ static void sc_small_edge(void) { small_case("small calls, 64 KiB - 1 and 64 KiB
 static void one_group(void) {
   cp_mask_on_group_start(1);
   cp_mask_on_api_call(1, (MASK() & KC) != 0, 0);
-  cp_mask_on_group_stop();
+  cp_mask_on_group_stop(0);
 }
 static void nap_ms(int ms) {
   struct timespec ts = {0, ms * 1000000L};
@@ -621,7 +711,7 @@ static void sc_pause_basic(void) {
   check((uint32_t)MASK() == (DEFAULT_MASK | KC), "pause inside a group with KernelCh on: mask kept (0x%x)",
         (unsigned)MASK());
   cp_mask_on_api_call(1, 1, 0);
-  cp_mask_on_group_stop();
+  cp_mask_on_group_stop(0);
   check(MASK() == OFF, "...GroupApi alone at the group's stop (0x%x)", (unsigned)MASK());
   check(cp_mask_set_paused(1) == 1 && MASK() == OFF, "pause twice: returns 1, nothing changes");
   for (int k = 0; k < 50; k++) one_group();   /* NCCL's GroupApi-only calls while paused */
@@ -631,7 +721,7 @@ static void sc_pause_basic(void) {
   check((uint32_t)MASK() == DEFAULT_MASK, "resume: base mask at once, KernelCh not yet (0x%x)", (unsigned)MASK());
   check(cp_mask_sample_first(), "resume: the next sample is a first-call sample");
   cp_mask_on_group_start(1);
-  cp_mask_on_group_stop();
+  cp_mask_on_group_stop(0);
   check((uint32_t)MASK() == (DEFAULT_MASK | KC), "resume: KernelCh at the first group stop (0x%x)",
         (unsigned)MASK());
   const char *w = cp_mask_windows();
@@ -672,7 +762,7 @@ static void sc_pause_n1(void) {
   cp_mask_set_paused(1);
   check((uint32_t)MASK() == (DEFAULT_MASK | KC), "N=1: pause inside a group keeps KernelCh (0x%x)",
         (unsigned)MASK());
-  cp_mask_on_group_stop();
+  cp_mask_on_group_stop(0);
   check(MASK() == OFF, "N=1: off at the group's stop (0x%x)", (unsigned)MASK());
   cp_mask_set_paused(0);
   one_group();
@@ -783,7 +873,7 @@ static int one_call(uint32_t path) {
   int s = (MASK() & KC) != 0;          /* NCCL reads the mask */
   cp_mask_on_group_start(1);
   cp_mask_on_api_call(path, s, 0);
-  cp_mask_on_group_stop();
+  cp_mask_on_group_stop(0);
   g_k++;
   return s;
 }
@@ -796,7 +886,7 @@ static void sc_in_flight(void) {
   cp_mask_on_group_start(1);
   cp_mask_on_api_call(1, 1, 0);
   uint32_t ep = cp_mask_kc_expect(2);  /* its Coll: 2 channels */
-  cp_mask_on_group_stop();
+  cp_mask_on_group_stop(0);
   g_k = 1;
   check(ep != 0, "in flight: expect returns an epoch (%u)", ep);
   int any = 0;
@@ -823,7 +913,7 @@ static void sc_in_flight(void) {
     cp_mask_on_group_start(1);
     cp_mask_on_api_call(1, s, 0);
     if (s) cp_mask_kc_done(cp_mask_kc_expect(1));   /* its KernelCh stops at once */
-    cp_mask_on_group_stop();
+    cp_mask_on_group_stop(0);
     g_k++;
   }
   check(follows && cp_mask_samples_deferred() == wanted,
@@ -836,7 +926,7 @@ static void sc_in_flight(void) {
     cp_mask_on_group_start(1);
     cp_mask_on_api_call(1, s, 0);
     if (s) ep2 = cp_mask_kc_expect(1);
-    cp_mask_on_group_stop();
+    cp_mask_on_group_stop(0);
     g_k++;
   }
   check(ep2 != 0, "in flight: a sampled call within %d calls", 4 * n);
@@ -858,7 +948,7 @@ static void sc_in_flight(void) {
     cp_mask_on_group_start(1);
     cp_mask_on_api_call(1, s, 0);
     if (s) ep3 = cp_mask_kc_expect(1);
-    cp_mask_on_group_stop();
+    cp_mask_on_group_stop(0);
   }
   any = 0;
   for (int k = 0; k < 20; k++) any |= one_call(1);
@@ -937,6 +1027,10 @@ int main(void) {
   run(sc_full_never, 0);
   run(sc_group_hold, 0);
   run(sc_second_thread, 0);
+  run(sc_lean, 0);
+  run(sc_lean_off, 0);
+  run(sc_lean_n0, 0);
+  run(sc_lean_api_mask, 0);
   run(sc_v4_a, 16);
   run(sc_v4_a, 1);
   run(sc_v4_a, 0);

@@ -1,0 +1,84 @@
+#!/bin/bash
+# lean.t — lean calls (COLLPROF_LEAN=1, src/mask_control.c "Lean calls")
+# on CPU: real captures replayed through libcollprof.so, where the replay's
+# live-mask emulation sends a lean call's API events alone, as NCCL 2.28
+# does.  Against the same capture with every call timed (lean_check.py):
+# GroupApi, CollApi, P2pApi, Coll, P2p and ProxyCtrl calls and bytes exact,
+# KernelCh samples unchanged, the other paths' calls estimated near the
+# reference's and marked; then the offline and the MPI collation of a lean
+# run (unseen_calls travels in the merged numbers).  With COLLPROF_LEAN=0
+# no call is lean.
+. "$(dirname "$0")/tap.sh"
+REPLAY=$BIN/collprof-replay
+PLUGIN=$LIB/libcollprof.so
+COLLATE=$BIN/collprof-collate
+[ -x "$REPLAY" ] && [ -e "$PLUGIN" ] && [ -x "$COLLATE" ] || skip_all "collprof-replay, collprof-collate or libcollprof.so not built"
+command -v python3 >/dev/null || skip_all "no python3"
+ls "$FIX"/ar_nvlink/p0.jsonl >/dev/null 2>&1 || skip_all "no fixtures in $FIX"
+unset NCCL_PROFILE_EVENT_MASK COLLPROF_GPU_SAMPLE COLLPROF_PERIODS COLLPROF_TRACE COLLPROF_HASH_BITS COLLPROF_LEAN
+CHK=(python3 "$TOP/test/lean_check.py")
+
+replay() { # OUT HOST_SAMPLE LEAN CAPTURE...
+  local out=$1 n=$2 lean=$3; shift 3
+  rm -rf "$out"
+  COLLPROF_HOST_SAMPLE=$n COLLPROF_HOST_SAMPLE_US=100 COLLPROF_LEAN=$lean COLLPROF_OUTPUT_DIR="$out" \
+    COLLPROF_QUIET=1 "$REPLAY" --no-mpi --plugin "$PLUGIN" "$@" >"$out.log" 2>&1
+}
+dropped() { grep -o 'dropped by mask [0-9]*' "$1" | awk '{print $4}'; }
+
+# ar_net: ProxyOp and ProxyStep under the Coll; sendrecv: P2p; ar_grouped:
+# several CollApi in one group
+for sc in ar_nvlink ar_net sendrecv ar_grouped; do
+  cap=$FIX/$sc/p0.jsonl
+  [ -s "$cap" ] || { skip "$sc: no capture"; continue; }
+  replay "$T/$sc.ref" 1 0 "$cap"
+  replay "$T/$sc.h16" 16 0 "$cap"
+  replay "$T/$sc.l16" 16 1 "$cap"
+  replay "$T/$sc.l0" 0 1 "$cap"
+  ok "$sc: lean replays exit 0 without a warning" bash -c "! grep -q collprof: '$T/$sc.l16.log' '$T/$sc.l0.log'"
+  a=$(dropped "$T/$sc.h16.log") b=$(dropped "$T/$sc.l16.log")
+  ok "$sc: NCCL sent fewer events with lean calls (dropped by mask: $a without, $b with)" test "${b:-0}" -gt "${a:-0}"
+  "${CHK[@]}" "$T/$sc.ref" "$T/$sc.l16" "$sc.l16" --some-lean >"$T/chk" 2>&1
+  tap_from_checker "$T/chk"
+  # HOST_SAMPLE=0: only the forced calls are full, the estimate rests on few
+  "${CHK[@]}" "$T/$sc.ref" "$T/$sc.l0" "$sc.l0" --some-lean --tol 0.6 >"$T/chk" 2>&1
+  tap_from_checker "$T/chk"
+  ok "$sc: COLLPROF_LEAN=0 leaves every count seen" bash -c "! grep -q unseen_calls '$T/$sc.h16'/*.jsonl"
+done
+
+# two calling threads freeze the mask (mask_control.c): no lean call, counts as before
+cap=$FIX/ar4_threads/p0.jsonl
+if [ -s "$cap" ]; then
+  replay "$T/thr.ref" 1 0 "$cap"
+  replay "$T/thr.l16" 16 1 "$cap"
+  "${CHK[@]}" "$T/thr.ref" "$T/thr.l16" "ar4_threads.l16" --tol 0 >"$T/chk" 2>&1
+  tap_from_checker "$T/chk"
+fi
+
+# offline collation of a lean run against the reference's
+"$COLLATE" "$T/ar_net.ref" >/dev/null 2>&1
+"$COLLATE" "$T/ar_net.l16" >/dev/null 2>&1
+"${CHK[@]}" --summary "$T/ar_net.ref" "$T/ar_net.l16" "ar_net offline" >"$T/chk" 2>&1
+tap_from_checker "$T/chk"
+
+# the MPI tree, 2 ranks
+MPILIB=$LIB/libcollprof-mpi.so
+if [ -n "${SAN:-}" ]; then
+  skip "mpirun with a preloaded library is not run under sanitizers"
+elif ! command -v mpirun >/dev/null || [ ! -e "$MPILIB" ]; then
+  skip "no mpirun or libcollprof-mpi.so"
+else
+  MPIRUN=(mpirun --oversubscribe)
+  [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
+  for cfg in ref:1:0 l16:16:1; do
+    IFS=: read -r nm n lean <<<"$cfg"
+    rm -rf "$T/mpi.$nm"
+    COLLPROF_OUTPUT_DIR=$T/mpi.$nm COLLPROF_QUIET=1 COLLPROF_HOST_SAMPLE=$n COLLPROF_LEAN=$lean timeout 120 \
+      "${MPIRUN[@]}" -np 2 -x COLLPROF_OUTPUT_DIR -x COLLPROF_QUIET -x COLLPROF_HOST_SAMPLE -x COLLPROF_LEAN \
+      -x LD_PRELOAD="$MPILIB" "$REPLAY" "$FIX"/ar_net/p*.jsonl >"$T/mpi.$nm.out" 2>&1
+    is "$?" 0 "mpirun, 2 ranks, COLLPROF_HOST_SAMPLE=$n COLLPROF_LEAN=$lean: exits 0"
+  done
+  "${CHK[@]}" --summary "$T/mpi.ref" "$T/mpi.l16" "ar_net MPI" >"$T/chk" 2>&1
+  tap_from_checker "$T/chk"
+fi
+done_testing

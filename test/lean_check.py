@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""lean_check.py — a replay with lean calls (COLLPROF_LEAN=1) against the
+same capture replayed with every call timed (the reference): what lean
+calls must keep and what they may estimate (src/mask_control.c, "Lean
+calls"; src/snapshot.c, scale_unseen).
+
+  lean_check.py REF_DIR LEAN_DIR NAME [--some-lean] [--tol F]
+
+Checked, one "ok - ..." or "FAIL - ..." line each:
+  - the API and Coll/P2p paths (GroupApi, CollApi, P2pApi, Coll, P2p) and
+    ProxyCtrl have exactly the reference's calls and bytes, and no
+    unseen_calls;
+  - KernelCh paths have the reference's calls (GPU samples are taken in
+    calls that are never lean);
+  - every other path's calls are those seen plus unseen_calls, within
+    --tol (default 0.35) of the reference's, and unseen_calls <=
+    untimed_calls;
+  - with --some-lean: some path has unseen_calls (lean calls happened).
+
+  lean_check.py --summary REF_DIR LEAN_DIR NAME
+
+The same on summary.json (collated, offline or by the MPI tree): exact
+calls and bytes of the exact types, every path with unseen_calls marked
+calls_estimated, and summary.log's "Lean calls" line (absent from the
+reference's).
+"""
+import glob
+import json
+import sys
+
+EXACT = ("GroupApi", "CollApi", "P2pApi", "Coll", "P2p", "ProxyCtrl")
+
+
+def load(d):
+    r = {}
+    for f in glob.glob(d + "/*.jsonl"):
+        for line in open(f):
+            if '"recordType":"path"' in line:
+                o = json.loads(line)
+                r[o["path"]] = o
+    return r
+
+
+def leaf(p):
+    return p.rsplit("/", 1)[-1].split(":")[0]
+
+
+def summaries(ref_d, lean_d, name):
+    a = json.load(open(ref_d + "/summary.json"))
+    b = json.load(open(lean_d + "/summary.json"))
+    pa = {p["path"]: p for p in a["paths"]}
+    pb = {p["path"]: p for p in b["paths"]}
+    bad = [p for p in pa if leaf(p) in EXACT and
+           (pa[p]["calls"], pa[p].get("bytes")) != (pb.get(p, {}).get("calls"), pb.get(p, {}).get("bytes"))]
+    print(("ok" if pa and not bad else "FAIL") +
+          " - %s: summary.json: API, Coll/P2p and ProxyCtrl calls and bytes exact%s" % (name, "" if not bad else " %s" % bad[:3]))
+    est = [p for p in pb.values() if p.get("unseen_calls")]
+    print(("ok" if est and all(p.get("calls_estimated") is True and leaf(p["path"]) not in EXACT for p in est) else "FAIL") +
+          " - %s: summary.json: %d paths with unseen_calls, each calls_estimated" % (name, len(est)))
+    ok = "Lean calls (COLLPROF_LEAN)" in open(lean_d + "/summary.log").read() and \
+        "Lean calls" not in open(ref_d + "/summary.log").read()
+    print(("ok" if ok else "FAIL") + " - %s: summary.log says which calls are estimated (the reference does not)" % name)
+
+
+def main():
+    args = sys.argv[1:]
+    if args and args[0] == "--summary":
+        summaries(*args[1:4])
+        return
+    some = "--some-lean" in args
+    tol = 0.35
+    if "--tol" in args:
+        tol = float(args[args.index("--tol") + 1])
+    ref_d, lean_d, name = [a for a in args if not a.startswith("--") and a != str(tol)][:3]
+    ref, lean = load(ref_d), load(lean_d)
+    if not ref or not lean:
+        print("FAIL - %s: path records in both runs (%d, %d)" % (name, len(ref), len(lean)))
+        return
+    bad_exact, bad_est, bad_kc = [], [], []
+    unseen_any = 0
+    for p in sorted(set(ref) | set(lean)):
+        a, b = ref.get(p, {}), lean.get(p, {})
+        ca, cb = a.get("calls", 0), b.get("calls", 0)
+        un = b.get("unseen_calls", 0)
+        unseen_any += un
+        lf = leaf(p)
+        if lf in EXACT:
+            if ca != cb or a.get("bytes", 0) != b.get("bytes", 0) or un:
+                bad_exact.append("%s: %s/%s calls, %s/%s bytes, %s unseen" %
+                                 (p, ca, cb, a.get("bytes"), b.get("bytes"), un))
+        elif lf == "KernelCh":
+            if ca != cb:
+                bad_kc.append("%s: %s/%s" % (p, ca, cb))
+        else:
+            if un > b.get("untimed_calls", 0) or abs(cb - ca) > tol * max(ca, 1):
+                bad_est.append("%s: %s against %s (%s unseen)" % (p, cb, ca, un))
+    print(("ok" if not bad_exact else "FAIL") +
+          " - %s: API, Coll/P2p and ProxyCtrl calls and bytes exact under lean calls" % name)
+    for x in bad_exact[:10]:
+        print("  " + x)
+    print(("ok" if not bad_kc else "FAIL") + " - %s: KernelCh samples as in the reference" % name)
+    for x in bad_kc[:10]:
+        print("  " + x)
+    print(("ok" if not bad_est else "FAIL") +
+          " - %s: estimated calls within %.0f%% of the reference" % (name, 100 * tol))
+    for x in bad_est[:10]:
+        print("  " + x)
+    if some:
+        print(("ok" if unseen_any else "FAIL") + " - %s: lean calls happened (%d calls unseen)" % (name, unseen_any))
+
+
+main()
