@@ -1033,16 +1033,37 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
  * counts by it).  The launch timer's countdown runs as at the launch it
  * would have seen, so that a large call's launch still comes round to be
  * timed (lean_next_ok then asks for a full call). */
+/* The lookup is remembered per thread (t->lmemo, keyed by the API
+ * event's path, func, datatype and count as counted_memo.h keys): in a loop
+ * every lean call finds it there. */
 static __attribute__((noinline)) void lean_derive(cp_thr *t, const ncclProfilerEventDescr_v5_t *d, uint32_t type,
                                                   uint32_t api_path) {
-  const int coll = type == ncclProfileCollApi;
-  const uint32_t func = cp_str_intern_t(t, coll ? d->collApi.func : d->p2pApi.func);
-  const uint32_t path = cp_path_child_t(t, api_path, coll ? ncclProfileColl : ncclProfileP2p, func);
-  cp_prof_ent *pe = path != CP_PATH_NONE ? cp_prof_ent_get(t, path) : NULL;
-  if (!pe) return;
-  const uint64_t bytes = api_bytes(t, d, type);
-  if (cp_profile_count_e(pe, bytes)) hs_ask(t, pe);
-  if (pe->cls) cp_inc(&pe->cls->lean, 1);
+  const cp_cmemo_key k = cp_cmemo_key_of(d, type);
+  cp_cmemo_ent *m = &t->lmemo;
+  const uint64_t pt = cp_cmemo_pt(api_path, type);
+  if (LIKELY(cp_cmemo_holds(m, pt, &k))) {
+    if (UNLIKELY(cp_profile_count_m(m->prof, m->bytes, m->cls_calls))) hs_ask(t, m->prof);
+    cp_inc(&m->prof->cls->lean, 1);   /* filled only with a size class, so with cls */
+  } else {
+    const int coll = type == ncclProfileCollApi;
+    const uint32_t func = cp_str_intern_t(t, k.func);
+    const uint32_t path = cp_path_child_t(t, api_path, coll ? ncclProfileColl : ncclProfileP2p, func);
+    cp_prof_ent *pe = path != CP_PATH_NONE ? cp_prof_ent_get(t, path) : NULL;
+    if (!pe) return;
+    const uint64_t bytes = api_bytes(t, d, type);
+    if (cp_profile_count_e(pe, bytes)) hs_ask(t, pe);
+    if (!pe->cls) return;   /* 0 bytes, or no memory: its count stays seen as exact, unscaled below */
+    cp_inc(&pe->cls->lean, 1);
+    if (t != &cp_thr_emergency) {
+      m->pt = pt;
+      m->func = k.func;
+      m->dt = k.dt;
+      m->count = k.count;
+      m->prof = pe;
+      m->bytes = bytes;
+      m->cls_calls = &pe->cls->c[cp_gcls_of(bytes)].calls;
+    }
+  }
   cp_inc(&t->counted, 1);
   if (cp_lt_every && t->lt_cur == 0 && t->lt_big && t->lt_left) t->lt_left--;
 }
@@ -1066,6 +1087,32 @@ static __attribute__((noinline)) void start_lean(cp_thr *t, void **eHandle, cons
   start_counted_fast(t, eHandle, d, type, parent_path, pool, hkey | CP_LEAN_BIT, ctxv);
   if ((type & (ncclProfileCollApi | ncclProfileP2pApi)) && *eHandle)
     lean_derive(t, d, type, (uint32_t)((uint64_t)(uintptr_t)*eHandle >> 44) & 0xFFFFu);
+}
+
+/* start_lean's common case, from cp_core_start: a CollApi/P2pApi of this
+ * thread's lane under a lean call's GroupApi, whose lookup the memo holds
+ * (as start_counted_child, plus lean_derive); anything else goes the long
+ * way (start_rest). */
+static ncclResult_t start_rest(cp_thr *t, void **eHandle, const ncclProfilerEventDescr_v5_t *d, uint64_t ctxv);
+static __attribute__((noinline)) ncclResult_t start_lean_fast(cp_thr *t, void **eHandle,
+                                                              const ncclProfilerEventDescr_v5_t *d, uint64_t ctxv) {
+  const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
+  const uint64_t type64 = d->type;
+  cp_pool *pool = t->last_lpool;
+  if (t->last_pool != pool || !(type64 & (ncclProfileCollApi | ncclProfileP2pApi)) ||
+      ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0 ||
+      UNLIKELY(pool_finalized(pool) | atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)) ||
+      __atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))
+    return start_rest(t, eHandle, d, ctxv);
+  const uint32_t type = (uint32_t)type64, parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
+  const cp_cmemo_key k = cp_cmemo_key_of(d, type);
+  const cp_cmemo_ent *e = cp_cmemo_find(t, parent_path, type, &k);
+  if (!e) return start_rest(t, eHandle, d, ctxv);
+  counted_hit_count(t, eHandle, e, t->last_hkey | CP_LEAN_BIT);
+  const uint32_t path = (uint32_t)(e->hbits >> 44) & 0xFFFFu;
+  api_hooks(t, d, type, path, e->bytes);
+  lean_derive(t, d, type, path);
+  return NCCL_OK;
 }
 
 /* An event of an off call (HS_OFF): no path, no count, no record; its
@@ -1456,6 +1503,8 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
     if (pobj ? (pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT)) == 0 : d->type == ncclProfileGroup)
       return start_counted_child(t, eHandle, d, ctxv);
     if (!pobj && d->type == ncclProfileGroupApi) return start_group_api(t, eHandle, d, ctxv);
+    if ((pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT)) == CP_LEAN_BIT)
+      return start_lean_fast(t, eHandle, d, ctxv);
     return start_rest(t, eHandle, d, ctxv);
   }
   return start_general(context, eHandle, d, v4);

@@ -155,6 +155,8 @@ typedef struct cp_thr {
   cp_pcache_ent pcache[CP_PCACHE];
   cp_scache_ent scache[CP_SCACHE];
   cp_cmemo_ent cmemo[CP_CMEMO];
+  cp_cmemo_ent lmemo;           /* plugin.c lean_derive: the last lean call's Coll/P2p,
+                                   keyed by its CollApi/P2pApi (counted_memo.h) */
 } cp_thr;
 _Static_assert(offsetof(cp_thr, last_pidx) < 56 && offsetof(cp_thr, prof) == 56, "cp_thr: line 0 as laid out");
 
