@@ -225,6 +225,7 @@ static void load(cp_config *c) {
   }
 
   get_bool("COLLPROF_START_PAUSED", &c->start_paused);
+  c->lean = 1;
   get_bool("COLLPROF_LEAN", &c->lean);
   v = 0;
   get_num("COLLPROF_GPU_SAMPLE_US", 0, 1000000000ull, &v);

@@ -48,7 +48,7 @@ typedef struct cp_config {
   uint64_t gpu_sample_small_bytes; /* COLLPROF_GPU_SAMPLE_SMALL_BYTES (default
                                1 MiB, rounded up to a power of two; 0: no call
                                is small) */
-  int lean;                 /* COLLPROF_LEAN (default 0): a call that is only
+  int lean;                 /* COLLPROF_LEAN (default 1): a call that is only
                                counted asks NCCL for its API events alone
                                (mask_control.c, "Lean calls") */
   int start_paused;         /* COLLPROF_START_PAUSED (default 0): recording off

@@ -391,7 +391,14 @@ static inline uint64_t ev_now(void) {
  * nothing is counted or recorded, and only its GroupApi reaches the mask
  * control (a graph capture or a second calling thread still freezes the
  * mask; the group's stop still closes it).  An off event is left before
- * its path is looked up, so a paused call adds no path either. */
+ * its path is looked up, so a paused call adds no path either.
+ *
+ * A counted call may also be lean (mask_control.c, "Lean calls"): NCCL
+ * read the lean mask for it (hs_decide sees that mask, t->lean), so it
+ * sends the API events alone.  Its counted handles carry CP_LEAN_BIT; its
+ * CollApi/P2pApi count the Coll/P2p too (start_lean, lean_derive).  Whether
+ * the next call may be lean is this thread's answer at each GroupApi stop
+ * (lean_next_ok). */
 enum { HS_TIMED = 0, HS_UNTIMED = 1, HS_COUNTED = 2, HS_OFF = 3 };
 /* On a recorded slot's type: counted without its host times. */
 #define CP_SLOT_UNTIMED 0x8000u

@@ -8,7 +8,9 @@
 # samples untouched, events recorded + counted = recorded, estimates
 # consistent, the trace holding the timed calls.  Then the offline and the
 # MPI collation of a sampled run: same calls per path, times marked as
-# estimates in summary.json and summary.log.
+# estimates in summary.json and summary.log.  Lean calls are off here
+# (COLLPROF_LEAN=0): with them NCCL sends fewer events, which test/lean.t
+# checks; this test holds every event of every call to the reference.
 . "$(dirname "$0")/tap.sh"
 REPLAY=$BIN/collprof-replay
 PLUGIN=$LIB/libcollprof.so
@@ -17,6 +19,7 @@ COLLATE=$BIN/collprof-collate
 command -v python3 >/dev/null || skip_all "no python3"
 ls "$FIX"/ar_nvlink/p0.jsonl >/dev/null 2>&1 || skip_all "no fixtures in $FIX"
 unset NCCL_PROFILE_EVENT_MASK COLLPROF_GPU_SAMPLE COLLPROF_PERIODS COLLPROF_TRACE COLLPROF_HASH_BITS
+export COLLPROF_LEAN=0
 CHK=(python3 "$TOP/test/host_sample_check.py")
 
 # N: a number, or auto0 / auto1h: COLLPROF_HOST_SAMPLE=auto with timed calls
@@ -65,7 +68,7 @@ else
   for n in 1 4; do
     rm -rf "$T/mpi.h$n"
     COLLPROF_OUTPUT_DIR=$T/mpi.h$n COLLPROF_QUIET=1 COLLPROF_HOST_SAMPLE=$n timeout 120 "${MPIRUN[@]}" -np 2 \
-      -x COLLPROF_OUTPUT_DIR -x COLLPROF_QUIET -x COLLPROF_HOST_SAMPLE -x LD_PRELOAD="$MPILIB" \
+      -x COLLPROF_OUTPUT_DIR -x COLLPROF_QUIET -x COLLPROF_HOST_SAMPLE -x COLLPROF_LEAN -x LD_PRELOAD="$MPILIB" \
       "$REPLAY" "$FIX"/ar_nvlink/p*.jsonl >"$T/mpi.h$n.out" 2>&1
     is "$?" 0 "mpirun, 2 ranks, COLLPROF_HOST_SAMPLE=$n: exits 0"
   done

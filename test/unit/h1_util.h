@@ -28,6 +28,12 @@ static inline void h1_env(const char *pool_size) {
    * tests written against one in N expect (test_mask_control tests the
    * small calls' rate) */
   setenv("COLLPROF_GPU_SAMPLE_SMALL", "1", 0);
+  /* h1's callers start every event of a call whatever the mask asks for
+   * (they do not play NCCL's emission rules), so no call may be lean: a
+   * lean call's Coll is counted from its CollApi, and one started anyway
+   * would not be counted again (test/lean.t replays lean calls as NCCL
+   * sends them) */
+  setenv("COLLPROF_LEAN", "0", 0);
   if (pool_size) setenv("COLLPROF_POOL_SIZE", pool_size, 1);
 }
 
