@@ -72,16 +72,32 @@ void cp_gcls_fill_unsized(cp_gcls *g, uint64_t calls) {
   g->c[0].calls = calls > held ? calls - held : 0;
 }
 
+/* Is class k's lone periodic sample, of mean m, an outlier by its
+ * neighbours (gpu_estimate.h)?  ks/ms: every class with a mean, k's too. */
+static int lone_outlier(unsigned k, double m, const unsigned *ks, const double *ms, unsigned n) {
+  unsigned oks[CP_GCLS], on = 0, below = 0, above = 0;
+  double oms[CP_GCLS];
+  for (unsigned i = 0; i < n; i++) {
+    if (ks[i] == k) continue;
+    below += ks[i] < k;
+    above += ks[i] > k;
+    oks[on] = ks[i]; oms[on] = ms[i]; on++;
+  }
+  if (!below || !above) return 0;
+  const double b = borrowed_mean(k, oks, oms, on);
+  return b > 0 && m > CP_GCLS_OUTLIER * b;
+}
+
 void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, uint64_t *outliers) {
   double once_ns[CP_GCLS], mean[CP_GCLS];   /* mean < 0: no periodic sample left */
-  uint64_t once_n[CP_GCLS];
+  uint64_t once_n[CP_GCLS], np[CP_GCLS];    /* np: periodic samples left */
   unsigned ks[CP_GCLS], n = 0;              /* the classes with a mean, ascending */
   double ms[CP_GCLS];
   double est = 0;
   uint64_t covered = 0, out = 0;
   for (unsigned k = 0; k < CP_GCLS; k++) {
     cp_gcls_ent e = g->c[k];
-    once_ns[k] = 0; once_n[k] = 0; mean[k] = -1;
+    once_ns[k] = 0; once_n[k] = 0; mean[k] = -1; np[k] = 0;
     if (e.samples >= e.calls) {              /* every call sampled (or none there): exact */
       est += (double)e.ns;
       covered += e.calls;
@@ -102,7 +118,24 @@ void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, ui
     }
     if (p) {
       mean[k] = pns / (double)p;
+      np[k] = p;
       ks[n] = k; ms[n] = mean[k]; n++;
+    }
+  }
+  /* lone periodic samples far above what their neighbours lend: once each */
+  int lone[CP_GCLS] = {0}, any = 0;
+  for (unsigned k = 0; k < CP_GCLS; k++)
+    if (np[k] == 1 && lone_outlier(k, mean[k], ks, ms, n)) lone[k] = any = 1;
+  if (any) {
+    n = 0;
+    for (unsigned k = 0; k < CP_GCLS; k++) {
+      if (lone[k]) {
+        once_ns[k] += mean[k]; once_n[k]++;
+        mean[k] = -1;
+        out++;
+      } else if (mean[k] >= 0) {
+        ks[n] = k; ms[n] = mean[k]; n++;
+      }
     }
   }
   for (unsigned k = 0; k < CP_GCLS; k++) {

@@ -19,6 +19,14 @@
  *     once too: a rank waiting for peers still setting up another
  *     communicator (H200: one 33 ms sample of a 1 MB all-reduce against
  *     ~40 us, standing for 21 calls, made the path 10-17x too long);
+ *   - a lone periodic sample (the class's only one) of a class with
+ *     sampled classes on both sides, more than CP_GCLS_OUTLIER times the
+ *     mean those neighbours would lend it (below), counts once too, and
+ *     its class borrows: with one call in 256 sampled under 1 MiB, a
+ *     class often has a single sample, and one of a rank waiting for its
+ *     peers (H100, 4 ranks, the test app's broadcast: 6.8 ms in the 64 KiB
+ *     class between 1.3 us at 32 B and 3.3 us at 256 KiB) made the path
+ *     up to 30x too long, lent as it was to every class in between;
  *   - the remaining periodic samples' mean stands for the other calls.
  * A class with calls but no periodic sample takes its mean from the
  * nearest sampled classes: between two, geometric in the class (log-linear

@@ -12,8 +12,11 @@ samples once, and of the periodic ones (samples - first) the longest once
 when there are at least 2 and it exceeds 10x the mean of the others; the
 mean of the rest stands for the class's other calls.  A class without a
 periodic sample borrows: geometric between the nearest sampled classes
-below and above (by class index), the nearest one's mean beyond them.  No
-periodic sample in the whole path: only the first-call samples are covered.
+below and above (by class index), the nearest one's mean beyond them.  A
+class whose only periodic sample exceeds 10x what the other sampled classes
+would lend it that way, with sampled classes on both sides, counts it once
+(an outlier) and borrows too.  No periodic sample in the whole path: only
+the first-call samples are covered.
 
 Prints "ok N paths" or the differences.
 """
@@ -51,11 +54,12 @@ def estimate(sizes):
             pns -= r["mx"]
             outliers += 1
         r["mean"] = pns / p if p else None
+        r["p"] = p
         if p:
             sampled.append((r["k"], r["mean"]))
     sampled.sort()
 
-    def borrow(k):
+    def borrow(k, sampled=sampled):
         below = [m for (j, m) in sampled if j < k]
         above = [(j, m) for (j, m) in sampled if j > k]
         if not below:
@@ -68,6 +72,23 @@ def estimate(sizes):
         if ml <= 0 or mh <= 0:
             return ml + (mh - ml) * t
         return ml * (mh / ml) ** t
+
+    lone = []
+    for r in rows:
+        if r["exact"] or r["p"] != 1:
+            continue
+        others = [(j, m) for (j, m) in sampled if j != r["k"]]
+        if not any(j < r["k"] for j, _ in others) or not any(j > r["k"] for j, _ in others):
+            continue
+        b = borrow(r["k"], others)
+        if b > 0 and r["mean"] > 10.0 * b:
+            lone.append(r)
+    for r in lone:
+        r["once_ns"] += r["mean"]
+        r["once_n"] += 1
+        sampled.remove((r["k"], r["mean"]))
+        r["mean"] = None
+        outliers += 1
 
     for r in rows:
         if r["exact"]:

@@ -60,7 +60,35 @@ int main(void) {
     g.c[21].calls = 20;
     smp(&g, 21, 50, 1); smp(&g, 21, 33000000, 0);
     est(&g, 20, &e, &c, &o);
-    ok(e == 50 + 33000000ull * 19 && o == 0, "a lone periodic sample is never an outlier (nothing to compare)");
+    ok(e == 50 + 33000000ull * 19 && o == 0, "a lone periodic sample of a lone class is never an outlier (nothing to compare)");
+  }
+  { /* a lone periodic sample against its neighbouring classes (the H100
+     * broadcast: 6.8 ms at 64 KiB between 1.3 us at 32 B and 3.3 us at 256 KiB) */
+    cp_gcls g; memset(&g, 0, sizeof g);
+    for (unsigned k = 4; k <= 19; k++) g.c[k].calls = 25;
+    smp(&g, 6, 1344, 0); smp(&g, 17, 6786368, 0); smp(&g, 19, 3328, 0);
+    est(&g, 16 * 25, &e, &c, &o);
+    /* class 17 borrows between 6 (1344) and 19 (3328), as do the others */
+    double m17 = 1344.0 * pow(3328.0 / 1344.0, 11.0 / 13.0);
+    double want = 6786368.0 + m17 * 24;
+    for (unsigned k = 4; k <= 19; k++) {
+      if (k == 17) continue;
+      double m = k <= 6 ? 1344.0 : k >= 19 ? 3328.0 : 1344.0 * pow(3328.0 / 1344.0, (k - 6) / 13.0);
+      want += m * 25;
+    }
+    ok(o == 1 && c == 16 * 25 && fabs((double)e - want) <= 16,
+       "a lone 6.8 ms sample at 2000x what its neighbours lend counts once, its class borrows "
+       "(got %" PRIu64 ", want %.0f, %" PRIu64 " outliers)", e, want, o);
+    memset(&g, 0, sizeof g);
+    for (unsigned k = 4; k <= 19; k++) g.c[k].calls = 25;
+    smp(&g, 6, 1344, 0); smp(&g, 17, 9000, 0); smp(&g, 19, 3328, 0);
+    est(&g, 16 * 25, &e, &c, &o);
+    ok(o == 0, "a lone sample under 10x what its neighbours lend is an ordinary one (%" PRIu64 " outliers)", o);
+    memset(&g, 0, sizeof g);
+    for (unsigned k = 4; k <= 19; k++) g.c[k].calls = 25;
+    smp(&g, 6, 1344, 0); smp(&g, 19, 6786368, 0);
+    est(&g, 16 * 25, &e, &c, &o);
+    ok(o == 0, "the largest sampled class is never a lone outlier (nothing above it: sizes grow)");
   }
   { /* classes without periodic samples: geometric between, flat beyond */
     cp_gcls g; memset(&g, 0, sizeof g);
