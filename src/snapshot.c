@@ -80,7 +80,11 @@ static void scale_untimed(collprof_path_stat *p) {
  * are scaled by its anchor's calls over the anchor's calls that were not
  * lean: the nearest Coll/P2p above it for ProxyOp, ProxyStep and
  * NetPlugin, the GroupApi root (this process's lean calls, counted at
- * their GroupApi) for KernelLaunch and Group.  A ratio estimate: it
+ * their GroupApi) for KernelLaunch and Group.  A proxy event with no
+ * Coll/P2p above it (PXN: its call was another process's, whose lean
+ * calls were decided there) takes all this process's Coll/P2p together,
+ * as the nearest stand-in for its peers' in a job whose ranks run the
+ * same loop.  A ratio estimate: it
  * assumes a path's calls bring the same events whether lean or not, as
  * calls of one size in a loop do.  KernelCh are GPU samples, taken in
  * calls that are never lean: left as they are. */
@@ -94,12 +98,17 @@ static void scale_by(collprof_path_stat *p, uint64_t all, uint64_t seen) {
   p->states = (uint64_t)(((unsigned __int128)p->states * all + seen / 2) / seen);
 }
 static void scale_unseen(collprof_path_stat *paths, size_t n, cp_gcls **cls) {
-  uint64_t lean = 0, groups = 0;
+  uint64_t lean = 0, groups = 0, colls = 0, colls_lean = 0;
   for (cp_thr *t = cp_thr_all(); t; t = t->next) lean += cp_ld(&t->lean_calls);
   if (!lean) return;
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
     if (paths[i].leaf_type == ncclProfileGroupApi && cp_path_parent((uint32_t)i) == CP_PATH_NONE)
       groups += paths[i].calls;
+    if ((paths[i].leaf_type & (ncclProfileColl | ncclProfileP2p)) && cls && cls[i]) {
+      colls += paths[i].calls;
+      colls_lean += cls[i]->lean;
+    }
+  }
   for (size_t i = 0; i < n; i++) {
     collprof_path_stat *p = &paths[i];
     const uint32_t ty = p->leaf_type;
@@ -108,6 +117,10 @@ static void scale_unseen(collprof_path_stat *paths, size_t n, cp_gcls **cls) {
     } else if (ty & (ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileNetPlugin)) {
       uint32_t a = cp_path_parent((uint32_t)i);
       while (a < n && !(paths[a].leaf_type & (ncclProfileColl | ncclProfileP2p))) a = cp_path_parent(a);
+      if (a == CP_PATH_PXN) {
+        scale_by(p, colls, colls > colls_lean ? colls - colls_lean : 0);
+        continue;
+      }
       if (a >= n || !cls || !cls[a]) continue;
       const uint64_t al = cls[a]->lean, all = paths[a].calls;
       scale_by(p, all, all > al ? all - al : 0);
