@@ -55,6 +55,14 @@ if [ -s "$cap" ]; then
   tap_from_checker "$T/chk"
 fi
 
+# PXN proxy events (synthetic: another process's ops under this one's
+# calls) have no Coll above them: scaled by all Coll/P2p, and marked
+rm -rf "$T/pxn"
+COLLPROF_LEAN=1 COLLPROF_HOST_SAMPLE=16 COLLPROF_OUTPUT_DIR="$T/pxn" COLLPROF_QUIET=1 \
+  "$REPLAY" --no-mpi --plugin "$PLUGIN" --synthetic pxn --count 400 >"$T/pxn.log" 2>&1
+ok "synthetic PXN, lean calls: PXN/ProxyOp paths carry unseen_calls" \
+  bash -c "grep -h '\"recordType\":\"path\"' '$T/pxn'/*.jsonl | grep '\"path\":\"PXN/ProxyOp' | grep -q unseen_calls"
+
 # offline collation of a lean run against the reference's
 "$COLLATE" "$T/ar_net.ref" >/dev/null 2>&1
 "$COLLATE" "$T/ar_net.l16" >/dev/null 2>&1
