@@ -1039,10 +1039,10 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
  * marked as made so (cp_gcls lean: the snapshot scales its descendants'
  * counts by it).  The launch timer's countdown runs as at the launch it
  * would have seen, so that a large call's launch still comes round to be
- * timed (lean_next_ok then asks for a full call). */
-/* The lookup is remembered per thread (t->lmemo, keyed by the API
- * event's path, func, datatype and count as counted_memo.h keys): in a loop
- * every lean call finds it there. */
+ * timed (lean_next_ok then asks for a full call).  The lookup is
+ * remembered per thread (t->lmemo, keyed by the API event's path, func,
+ * datatype and count as counted_memo.h keys): in a loop every lean call
+ * finds it there. */
 static __attribute__((noinline)) void lean_derive(cp_thr *t, const ncclProfilerEventDescr_v5_t *d, uint32_t type,
                                                   uint32_t api_path) {
   const cp_cmemo_key k = cp_cmemo_key_of(d, type);
