@@ -134,8 +134,10 @@ static void profile(FILE *f, const cp_summary *s) {
     const cp_gpath *p = &s->paths[o[k]];
     cp_gderived d; cp_gpath_derive(s, p, &d);
     char bw[32]; fmt_bw(bw, sizeof bw, &d);
-    fprintf(f, "%12" PRIu64 " | %12.6f | %12.6f | %7.2f | %12.3f | %14" PRIu64 " | %11s | %9.2f | %7d | %-*s | %" PRId64 "\n",
-            p->s.calls, sec(p->s.total_ns), sec(p->s.self_ns), d.self_pct, d.call_avg_ns / 1e3,
+    char calls[24];   /* "~": estimated where lean calls left some unseen (below) */
+    snprintf(calls, sizeof calls, "%s%" PRIu64, p->s.unseen_calls ? "~" : "", p->s.calls);
+    fprintf(f, "%12s | %12.6f | %12.6f | %7.2f | %12.3f | %14" PRIu64 " | %11s | %9.2f | %7d | %-*s | %" PRId64 "\n",
+            calls, sec(p->s.total_ns), sec(p->s.self_ns), d.self_pct, d.call_avg_ns / 1e3,
             p->s.bytes, bw, d.imbalance_pct, d.imbalance_rank, pw, p->path, p->id);
   }
   free(o);
@@ -157,7 +159,7 @@ static void profile(FILE *f, const cp_summary *s) {
             cest ? " but where lean calls left them unseen (below)" : "");
   /* lean calls (COLLPROF_LEAN): NCCL sent the API events alone */
   if (unseen)
-    fprintf(f, "Lean calls (COLLPROF_LEAN): Calls and States of %zu paths below Coll/P2p or GroupApi are "
+    fprintf(f, "Lean calls (COLLPROF_LEAN): Calls (marked ~) and States of %zu paths below Coll/P2p or GroupApi are "
                "estimates (%" PRIu64 " of their calls unseen: those seen x the Coll/P2p's or GroupApi's calls / "
                "its calls not lean); GroupApi, CollApi, P2pApi, Coll and P2p calls are exact\n", cest, unseen);
   fputc('\n', f);

@@ -26,6 +26,7 @@ reference's).
 """
 import glob
 import json
+import re
 import sys
 
 EXACT = ("GroupApi", "CollApi", "P2pApi", "Coll", "P2p", "ProxyCtrl")
@@ -57,9 +58,12 @@ def summaries(ref_d, lean_d, name):
     est = [p for p in pb.values() if p.get("unseen_calls")]
     print(("ok" if est and all(p.get("calls_estimated") is True and leaf(p["path"]) not in EXACT for p in est) else "FAIL") +
           " - %s: summary.json: %d paths with unseen_calls, each calls_estimated" % (name, len(est)))
-    ok = "Lean calls (COLLPROF_LEAN)" in open(lean_d + "/summary.log").read() and \
-        "Lean calls" not in open(ref_d + "/summary.log").read()
+    log = open(lean_d + "/summary.log").read()
+    ok = "Lean calls (COLLPROF_LEAN)" in log and "Lean calls" not in open(ref_d + "/summary.log").read()
     print(("ok" if ok else "FAIL") + " - %s: summary.log says which calls are estimated (the reference does not)" % name)
+    marked = len(re.findall(r"^ +~\d+ \|", log, re.M))
+    print(("ok" if marked == len(est) else "FAIL") +
+          " - %s: summary.log marks the estimated calls with ~ (%d rows, %d paths)" % (name, marked, len(est)))
 
 
 def main():
