@@ -713,11 +713,7 @@ HIDDEN uint32_t cp_mask_now(void) {
   return p ? (uint32_t)__atomic_load_n(p, __ATOMIC_RELAXED) : 0;
 }
 
-HIDDEN int cp_mask_kernelch_on(void) {
-  int *p = atomic_load_explicit(&g_ptr, memory_order_relaxed);
-  if (!p) return 0;
-  return (__atomic_load_n(p, __ATOMIC_RELAXED) & (int)KC) != 0;
-}
+HIDDEN int cp_mask_kernelch_on(void) { return (cp_mask_now() & KC) != 0; }
 
 HIDDEN int cp_mask_sample_first(void) {
   return atomic_load_explicit(&g_next_first, memory_order_relaxed);

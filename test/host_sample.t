@@ -58,13 +58,7 @@ tap_from_checker "$T/chk"
 
 # the MPI tree (untimed_calls travels in the merged numbers), 2 ranks
 MPILIB=$LIB/libcollprof-mpi.so
-if [ -n "${SAN:-}" ]; then
-  skip "mpirun with a preloaded library is not run under sanitizers"
-elif ! command -v mpirun >/dev/null || [ ! -e "$MPILIB" ]; then
-  skip "no mpirun or libcollprof-mpi.so"
-else
-  MPIRUN=(mpirun --oversubscribe)
-  [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
+if mpi_preload_ok "$MPILIB"; then
   for n in 1 4; do
     rm -rf "$T/mpi.h$n"
     COLLPROF_OUTPUT_DIR=$T/mpi.h$n COLLPROF_QUIET=1 COLLPROF_HOST_SAMPLE=$n timeout 120 "${MPIRUN[@]}" -np 2 \

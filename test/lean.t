@@ -71,13 +71,7 @@ tap_from_checker "$T/chk"
 
 # the MPI tree, 2 ranks
 MPILIB=$LIB/libcollprof-mpi.so
-if [ -n "${SAN:-}" ]; then
-  skip "mpirun with a preloaded library is not run under sanitizers"
-elif ! command -v mpirun >/dev/null || [ ! -e "$MPILIB" ]; then
-  skip "no mpirun or libcollprof-mpi.so"
-else
-  MPIRUN=(mpirun --oversubscribe)
-  [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
+if mpi_preload_ok "$MPILIB"; then
   for cfg in ref:1:0 l16:16:1; do
     IFS=: read -r nm n lean <<<"$cfg"
     rm -rf "$T/mpi.$nm"

@@ -43,6 +43,13 @@ done_testing() { echo "1..$_tap_n"; exit 0; }
 MPIRUN=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca btl_vader_single_copy_mechanism none)
 [ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
 export OMPI_MCA_rmaps_base_oversubscribe=1
+# Whether a test may run "${MPIRUN[@]}" with LIB preloaded: not under a
+# sanitizer (a sanitized library preloaded into mpirun's children), and
+# with mpirun and LIB there; else one skip and status 1.
+mpi_preload_ok() {
+  if [ -n "${SAN:-}" ]; then skip "mpirun with a preloaded library is not run under sanitizers"; return 1; fi
+  if ! command -v mpirun >/dev/null || [ ! -e "$1" ]; then skip "no mpirun or $(basename "$1")"; return 1; fi
+}
 # Every API call timed and traced unless a test asks otherwise: a replay
 # issues NCCL's calls microseconds apart, so host sampling's default (auto,
 # src/host_sample.h) would time one in 64, and the tests compare traces

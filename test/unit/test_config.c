@@ -21,7 +21,7 @@ static const char *vars[] = {"NCCL_PROFILE_EVENT_MASK", "COLLPROF_GPU_SAMPLE", "
                              "COLLPROF_TRACE_NICE",
                              "COLLPROF_HOST_SAMPLE", "COLLPROF_HOST_SAMPLE_US", "COLLPROF_START_PAUSED",
                              "COLLPROF_GPU_SAMPLE_US", "COLLPROF_GPU_SAMPLE_SMALL",
-                             "COLLPROF_GPU_SAMPLE_SMALL_BYTES"};
+                             "COLLPROF_GPU_SAMPLE_SMALL_BYTES", "COLLPROF_LEAN"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -71,6 +71,7 @@ int main(void) {
   ok(c->host_sample_us == 1000, "default: auto keeps timed calls 1000 us apart (COLLPROF_HOST_SAMPLE_US)");
   ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
   ok(c->start_paused == 0, "default: recording on from the start (COLLPROF_START_PAUSED=0)");
+  ok(c->lean == 1, "default: lean calls (COLLPROF_LEAN=1)");
   ok(c->gpu_sample_us == 0, "default: GPU sampling exactly one call in N (COLLPROF_GPU_SAMPLE_US=0)");
   ok(c->gpu_sample_small == 16 && c->gpu_sample_small_bytes == 1048576,
      "default: calls under 1 MiB sampled one in 16 N (COLLPROF_GPU_SAMPLE_SMALL=16, _BYTES=1048576)");
@@ -143,6 +144,11 @@ int main(void) {
   ok(!w[0] && c->host_sample == CP_HOST_SAMPLE_AUTO && c->host_sample_us == 2500,
      "COLLPROF_HOST_SAMPLE=auto (any case) and COLLPROF_HOST_SAMPLE_US=2500 taken");
   free(w);
+  w = reload_with("COLLPROF_LEAN", "off");
+  ok(!w[0] && c->lean == 0, "COLLPROF_LEAN=off taken");
+  free(w);
+  bad_value("COLLPROF_LEAN", "sometimes", "1");
+  ok(c->lean == 1, "bad COLLPROF_LEAN falls back to 1");
   w = reload_with("COLLPROF_START_PAUSED", "yes");
   ok(!w[0] && c->start_paused == 1, "COLLPROF_START_PAUSED=yes taken");
   free(w);
