@@ -43,6 +43,25 @@ is "$(echo "$res" | awk '/^RESULT/{print $2}')" "8400" "slice mode: RESULT count
 ok "slice mode: a SCALE line with a ratio for each of 3 pairs" \
   awk '/^SCALE/ { if ($2 + 0 > 0 && $3 == 3) found = 1 } END { exit !found }' <<<"$res"
 ok "the T=2 rows' vs T=1 comes from slices (the legend says so)" grep -q '^vs T=1: within the T=2 run, 5 pairs of slices' "$T/out"
+# Binding (test/bench/bench_bind.c): by default each calling thread runs
+# on a CPU of its own after the warm-up; the slice detail names the CPUs.
+ok "the legend says the calling threads are bound" grep -q '^binding: each calling thread bound to a CPU of its own' "$T/out"
+ok "an unbound trace-on row is measured too" grep -Eq '^trace on, unbound +2 ' "$T/out"
+if [ "$(nproc)" -ge 2 ]; then
+  COLLPROF_BENCH_BIND=1 COLLPROF_BENCH_SLICE_DETAIL=1 COLLPROF_BENCH_SLICES=3 NCCL_PROFILE_EVENT_MASK=4095 \
+    "$BIN/collprof-bench" --child "$B/lib/libnccl-profiler-noop.so" 2 300 >/dev/null 2>"$T/detail"
+  sed 's/^/# /' "$T/detail"
+  ok "bound: 9 slice lines, each thread always on one CPU, the two on different CPUs" \
+    awk '/^slice [0-9]+ +(lone|all) +thread [01] on CPU [0-9]+:/ { n++;
+           match($0, /on CPU [0-9]+/); cpu = substr($0, RSTART + 7, RLENGTH - 7); t = ($0 ~ /thread 0 /) ? 0 : 1;
+           if ((t in seen) && seen[t] != cpu) bad = 1; seen[t] = cpu }
+         END { exit !(n == 9 && !bad && (0 in seen) && (1 in seen) && seen[0] != seen[1]) }' "$T/detail"
+else
+  skip "bound: needs 2 CPUs"
+fi
+taskset -c 0 env COLLPROF_BENCH_BIND=1 NCCL_PROFILE_EVENT_MASK=4095 "$BIN/collprof-bench" --child "$B/lib/libnccl-profiler-noop.so" 2 100 >"$T/one" 2>"$T/one.err"
+ok "2 threads on 1 CPU: one line, left unbound, and a result" \
+  bash -c "grep -q '^collprof-bench: 2 threads on 1 CPUs: threads left unbound$' '$T/one.err' && grep -q '^RESULT' '$T/one'"
 # writer_share.sh (the trace writer's share of busy cores, by nice value)
 # runs and prints a median line for each nice value asked for.
 THREADS=2 "$TOP/test/bench/writer_share.sh" 1 0 10 >"$T/share" 2>&1

@@ -44,4 +44,16 @@ typedef struct bench_result {
  * seconds apart do not. */
 int bench_child(const char *plugin, int threads, long iters);
 
+/* bench_bind.c: where the calling threads run (COLLPROF_BENCH_BIND=1:
+ * thread i on the i-th CPU of the process's starting set, bound after the
+ * warm-up, so the plugin's own threads keep every CPU) and, with
+ * COLLPROF_BENCH_SLICE_DETAIL=1, each slice's scheduling on stderr. */
+typedef struct bench_sched {
+  unsigned long long cpu_ns, wait_ns, switches;   /* /proc/thread-self/schedstat */
+} bench_sched;
+void bench_bind_init(int threads);   /* once, before the threads start */
+void bench_bind_self(int idx);       /* each calling thread, after its warm-up */
+int bench_slice_detail(void);
+void bench_schedstat(bench_sched *s);
+
 #endif

@@ -2,7 +2,7 @@
  * bench_main.c — collprof-bench's command line and measurement plan
  * (`make bench`; the child that measures is bench_tree.c).
  *
- *   collprof-bench [--iters N] [--reps R] [--threads 1,2] [--quick]
+ *   collprof-bench [--iters N] [--reps R] [--threads 1,2] [--quick] [--no-bind]
  *   collprof-bench --child PLUGIN.so THREADS ITERS      (internal)
  *
  * Configurations, each measured in a fresh process because the environment
@@ -33,13 +33,13 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { MAXCONF = 16, MAXT = 4, MAXREP = 64 };
+enum { MAXCONF = 20, MAXT = 4, MAXREP = 64 };
 #define BENCH_SLICES "5"   /* pairs of slices per T >= 2 run: 10000 calls each by default */
 
 typedef struct conf {
   const char *name;
   char plugin[PATH_MAX];
-  const char *env[4];     /* "NAME=value" set in the child */
+  const char *env[5];     /* "NAME=value" set in the child */
   int ok;
   int base;               /* the configuration its "own" column subtracts */
   int t1_only;            /* measured at T=1 only (proxy rows) */
@@ -148,6 +148,8 @@ static double spin_rate(int threads) {
   return s > 0 ? (double)made * SPIN_ITERS / s : 0;
 }
 
+static int g_bind = 1;   /* --no-bind: 0 (bench_bind.c) */
+
 /* Run one child; fill *r.  Returns 0 on success. */
 static int run_child(const conf *c, int threads, long iters, bench_result *r) {
   /* The trace goes where $TMPDIR says (default /tmp): on a slow disk the
@@ -186,9 +188,12 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
     unsetenv("COLLPROF_PERIODS");
     unsetenv("LD_PRELOAD");
     /* T >= 2: "vs T=1" from slices of one run (bench.h) */
+    /* calling threads bound one per CPU after the warm-up (bench_bind.c);
+     * a row's own env may say otherwise */
+    setenv("COLLPROF_BENCH_BIND", g_bind ? "1" : "0", 1);
     if (threads >= 2 && !c->t1_only) setenv("COLLPROF_BENCH_SLICES", BENCH_SLICES, 1);
     else unsetenv("COLLPROF_BENCH_SLICES");
-    for (int i = 0; i < 4 && c->env[i]; i++) putenv((char *)c->env[i]);
+    for (int i = 0; i < 5 && c->env[i]; i++) putenv((char *)c->env[i]);
     char t[16], it[32];
     snprintf(t, sizeof t, "%d", threads);
     snprintf(it, sizeof it, "%ld", iters);
@@ -249,12 +254,13 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atol(argv[++i]);
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--quick")) { iters = 2000; reps = 1; }
+    else if (!strcmp(argv[i], "--no-bind")) g_bind = 0;
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
       nt = 0;
       for (char *s = strtok(argv[++i], ","); s && nt < MAXT; s = strtok(NULL, ","))
         tv[nt++] = atoi(s);
     } else {
-      fprintf(stderr, "usage: collprof-bench [--iters N] [--reps R] [--threads 1,2] [--quick]\n");
+      fprintf(stderr, "usage: collprof-bench [--iters N] [--reps R] [--threads 1,2] [--quick] [--no-bind]\n");
       return 2;
     }
   }
@@ -286,6 +292,13 @@ int main(int argc, char **argv) {
    * its CPU from them. */
   cs[nc] = (conf){.name = "trace on, writer nice 0", .env = {"COLLPROF_TRACE=1", "COLLPROF_TRACE_NICE=0"}};
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
+  /* Placement left to the kernel (the default binds the calling threads,
+   * bench_bind.c says why): shows what the trace writer's presence does
+   * to where a woken thread lands, not what an event costs. */
+  if (g_bind) {
+    cs[nc] = (conf){.name = "trace on, unbound", .env = {"COLLPROF_TRACE=1", "COLLPROF_BENCH_BIND=0"}};
+    snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
+  }
   cs[nc] = (conf){.name = "collprof, trace off", .env = {"COLLPROF_TRACE=0"}};
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
   /* collprof's default mask (KernelCh on one call in 16), then host
@@ -477,8 +490,15 @@ int main(int argc, char **argv) {
          "collprof's own thread (COLLPROF_PROXY_DEFER=1).\n"
          "trace on, writer nice 0: the trace writer thread at the application's priority\n"
          "(COLLPROF_TRACE_NICE=0; default 10, which yields the cores to the application).\n"
+         "%s"
          "goals: <= 100 ns/event with the trace, <= 50 without, 2 threads >= 1.8x one\n",
-         spe, BENCH_SLICES, iters / atol(BENCH_SLICES));
+         spe, BENCH_SLICES, iters / atol(BENCH_SLICES),
+         g_bind ? "binding: each calling thread bound to a CPU of its own after the warm-up, as\n"
+                  "mpirun binds ranks; collprof's threads keep every CPU (test/bench/bench_bind.c).\n"
+                  "trace on, unbound: placement left to the kernel, which often puts a thread woken\n"
+                  "at a slice's start on its sibling's CPU while the trace writer runs on the other\n"
+                  "(COLLPROF_BENCH_SLICE_DETAIL=1 prints each slice's run delay).\n"
+                : "binding: none (--no-bind): the kernel places every thread.\n");
   if (nsaid) {
     printf("\nwhat the measured processes wrote on stderr, each line once:\n");
     for (int i = 0; i < nsaid; i++) printf("  %s\n", said[i]);

@@ -364,6 +364,7 @@ static void *thread_main(void *arg) {
   void (*call)(thr *, uint64_t, char *) = g_proxy ? app_call : one_call;
   for (int i = 0; i < WARMUP; i++) call(t, seq++, buf);
   t->events = t->states = 0;
+  bench_bind_self(t->idx);          /* after the plugin made its threads (bench_bind.c) */
   pthread_barrier_wait(&g_bar);
   if (g_slices) {
     /* Every thread passes every barrier; one that sits a slice out blocks
@@ -374,11 +375,22 @@ static void *thread_main(void *arg) {
     for (int s = 0; s < 2 * g_slices; s++) {
       if (s) pthread_barrier_wait(&g_bar);
       if ((s & 1) || t->idx == (s / 2) % g_threads) {
+        bench_sched q0, q1;
+        if (bench_slice_detail()) bench_schedstat(&q0);
         const uint64_t e0 = t->events, s0 = t->states, t0 = now_ns();
         for (long i = 0; i < n; i++) call(t, seq++, buf);
         t->slice_ns[s] = now_ns() - t0;
         t->slice_ev[s] = t->events - e0;
         t->slice_st[s] = t->states - s0;
+        if (bench_slice_detail()) {
+          bench_schedstat(&q1);
+          fprintf(stderr, "slice %d%s thread %d on CPU %d: %.2f ms, CPU time %.2f ms, run delay %.2f ms, "
+                  "%llu switches, %.1f ns/event\n",
+                  s / 2, s & 1 ? " all " : " lone", t->idx, sched_getcpu(), (double)t->slice_ns[s] / 1e6,
+                  (double)(q1.cpu_ns - q0.cpu_ns) / 1e6, (double)(q1.wait_ns - q0.wait_ns) / 1e6,
+                  q1.switches - q0.switches,
+                  t->slice_ev[s] ? (double)t->slice_ns[s] / (double)t->slice_ev[s] : 0.0);
+        }
       }
     }
   } else {
@@ -461,6 +473,7 @@ int bench_child(const char *plugin, int threads, long iters) {
     const long kb = atol(getenv("COLLPROF_BENCH_IPOLLUTE"));
     if (kb > 0 && kb <= 4096) make_sled(kb);
   }
+  bench_bind_init(threads);
   pthread_barrier_init(&g_bar, NULL, (unsigned)threads);
   thr *ts = aligned_alloc(64, (size_t)threads * sizeof *ts);
   memset(ts, 0, (size_t)threads * sizeof *ts);
