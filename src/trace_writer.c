@@ -35,8 +35,9 @@
  * the 2-core bench that cost two tracing threads a quarter of their
  * speed (collprof-bench "vs T=1" 1.47x; with the yield every 64 KiB
  * 1.98x, every 1 MiB 1.91x; COLLPROF_BENCH_SLICE_DETAIL=1 shows the run
- * delays).  A block is about a quarter of a millisecond of formatting,
- * and the yield costs nothing where no thread waits for that CPU.  A
+ * delays).  A block is about 170 lines, tens of microseconds of
+ * formatting, and the yield costs nothing where no thread waits for that
+ * CPU.  A
  * failed or short write is cut back
  * with ftruncate, the records counted as lost (full disk: one warning,
  * keep going).  All file work happens under the "io lock": a mutex for
