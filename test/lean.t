@@ -9,12 +9,7 @@
 # run (unseen_calls travels in the merged numbers).  With COLLPROF_LEAN=0
 # no call is lean.
 . "$(dirname "$0")/tap.sh"
-REPLAY=$BIN/collprof-replay
-PLUGIN=$LIB/libcollprof.so
-COLLATE=$BIN/collprof-collate
-[ -x "$REPLAY" ] && [ -e "$PLUGIN" ] && [ -x "$COLLATE" ] || skip_all "collprof-replay, collprof-collate or libcollprof.so not built"
-command -v python3 >/dev/null || skip_all "no python3"
-ls "$FIX"/ar_nvlink/p0.jsonl >/dev/null 2>&1 || skip_all "no fixtures in $FIX"
+need_replay_collate
 unset NCCL_PROFILE_EVENT_MASK COLLPROF_GPU_SAMPLE COLLPROF_PERIODS COLLPROF_TRACE COLLPROF_HASH_BITS COLLPROF_LEAN
 CHK=(python3 "$TOP/test/lean_check.py")
 
