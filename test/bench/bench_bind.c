@@ -28,9 +28,11 @@
 #include <string.h>
 
 static cpu_set_t g_start_set;   /* the process's CPUs when the child began */
-static int g_bind;
+static int g_bind, g_detail;    /* set before the threads start, read-only after */
 
 void bench_bind_init(int threads) {
+  const char *d = getenv("COLLPROF_BENCH_SLICE_DETAIL");
+  g_detail = d && atoi(d) == 1;
   const char *e = getenv("COLLPROF_BENCH_BIND");
   g_bind = e && atoi(e) == 1;
   if (!g_bind) return;
@@ -59,14 +61,7 @@ void bench_bind_self(int idx) {
   }
 }
 
-int bench_slice_detail(void) {
-  static int v = -1;
-  if (v < 0) {
-    const char *e = getenv("COLLPROF_BENCH_SLICE_DETAIL");
-    v = e && atoi(e) == 1;
-  }
-  return v;
-}
+int bench_slice_detail(void) { return g_detail; }
 
 void bench_schedstat(bench_sched *s) {
   memset(s, 0, sizeof *s);
