@@ -204,6 +204,13 @@ static void load(cp_config *c) {
     if (parse_u64(hs, 0x7fffffff, &n, &why)) c->host_sample = (int)n;
     else bad("COLLPROF_HOST_SAMPLE", hs, why, "auto");
   }
+  /* unset: each thread seeds from its tid (tls.h, cp_thr_seed) */
+  const char *seed = getenv("COLLPROF_SAMPLE_SEED");
+  if (seed && *seed) {
+    const char *why = NULL;
+    if (parse_u64(seed, UINT64_MAX, &c->sample_seed, &why)) c->sample_seed_set = 1;
+    else bad("COLLPROF_SAMPLE_SEED", seed, why, "a seed per thread id");
+  }
   v = 1000;   /* host_sample.h: why 1 ms */
   get_num("COLLPROF_HOST_SAMPLE_US", 0, 3600000000ull, &v);
   c->host_sample_us = (uint32_t)v;

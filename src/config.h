@@ -34,6 +34,9 @@ typedef struct cp_config {
                                GPU sampling or a new path asks for; default 1:
                                every call; CP_HOST_SAMPLE_AUTO: N from the call
                                rate, host_sample.h): plugin.c, "Host sampling" */
+  uint64_t sample_seed;     /* COLLPROF_SAMPLE_SEED: the sampling draws' seed
+                               (tls.h, cp_thr_seed) when sample_seed_set */
+  int sample_seed_set;
   uint32_t host_sample_us;  /* COLLPROF_HOST_SAMPLE_US: auto's least spacing of a
                                thread's timed calls (default 1000) */
   char periods[128];        /* COLLPROF_PERIODS delay:duration[:repeat], "" none */

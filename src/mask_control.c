@@ -159,6 +159,7 @@
 #include "nccl_profiler_abi.h"
 #include "tls.h"
 #include "clock.h"
+#include "mix64.h"
 #include "affinity.h"
 
 #include <pthread.h>
@@ -235,20 +236,13 @@ static uint64_t mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t splitmix64(uint64_t x) {
-  uint64_t z = x * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 static __attribute__((noinline)) int periodic_spaced(cp_thr *t, uint64_t k1);
 
 /* Is decision j of a stream in blocks of n a periodic sample?  Block
  * b = j / n has its sample at pos = 0 for b = 0, else splitmix64(b) % n
  * (header).  Decisions come numbered 1, 2, 3...: the block's place and
  * sample are carried from the decision before, so the divisions and
- * splitmix64 run once per block, not at every API call (they were three
+ * cp_mix64 (mix64.h: splitmix64) run once per block, not at every API call (they were three
  * 64-bit divisions a call, the most of this hook's cost).  A number that
  * does not follow the last one (a counter reset, the block threads share)
  * is placed afresh by the rule itself.  A zeroed stream stands at
@@ -258,12 +252,12 @@ static inline int periodic_stream(struct cp_gs_stream *s, uint64_t j, uint64_t n
   if (__builtin_expect(j == s->j + 1, 1)) {
     if (++s->i == n) {   /* a new block */
       s->i = 0;
-      s->pos = splitmix64(++s->b) % n;
+      s->pos = cp_mix64(++s->b) % n;
     }
   } else {
     s->b = j / n;
     s->i = j % n;
-    s->pos = s->b == 0 ? 0 : splitmix64(s->b) % n;
+    s->pos = s->b == 0 ? 0 : cp_mix64(s->b) % n;
   }
   s->j = j;
   return s->i == s->pos;
@@ -294,7 +288,7 @@ static __attribute__((noinline)) int periodic_spaced(cp_thr *t, uint64_t k1) {
     uint32_t n = g_n;   /* no pace measured yet: N */
     for (int j = 0; t->gs_pace && j < GS_MAX_LG && (uint64_t)n * t->gs_pace < g_space_ns; j++) n <<= 1;
     t->gs_blk = n;
-    t->gs_pos = (uint32_t)(splitmix64(k1 ^ ((uint64_t)(uintptr_t)t << 16)) % n);
+    t->gs_pos = (uint32_t)(cp_mix64(k1 ^ cp_thr_seed(t)) % n);
     t->gs_i = 0;
   }
   return t->gs_i++ == t->gs_pos;

@@ -405,6 +405,7 @@ enum { HS_TIMED = 0, HS_UNTIMED = 1, HS_COUNTED = 2, HS_OFF = 3 };
 
 static inline uint32_t hs_rand(cp_thr *t) {
   uint32_t x = t->hs_rand;
+  if (UNLIKELY(!x)) x = (uint32_t)cp_thr_seed(t) | 1u;   /* xorshift32: never 0 */
   x ^= x << 13; x ^= x >> 17; x ^= x << 5;
   return t->hs_rand = x;
 }

@@ -10,6 +10,8 @@
 #include <unistd.h>
 #pragma GCC visibility push(hidden)
 #include "tls.h"
+#include "config.h"
+#include "mix64.h"
 
 __thread cp_tls_hot_t cp_tls_hot __attribute__((tls_model("initial-exec"), aligned(64)));
 
@@ -71,10 +73,22 @@ cp_thr *cp_thr_slow(void) {
   t->hs_force_pe = NULL;
   t->hs_predecided = 0;
   t->hs_n = 0;
-  t->hs_rand = (uint32_t)t->tid * 2654435761u | 1u;   /* xorshift32: never 0 */
+  t->hs_rand = 0;   /* seeded at the first draw (plugin.c hs_rand) */
+  t->seed = 0;
   cp_tls_thr = t;
   if (t != &cp_thr_emergency) pthread_setspecific(thr_key, t);
   return t;
+}
+
+static _Atomic uint64_t thr_draw_order;   /* cp_thr_seed: threads that drew so far */
+
+uint64_t cp_thr_seed(cp_thr *t) {
+  if (__builtin_expect(t->seed != 0, 1)) return t->seed;
+  const cp_config *c = cp_config_get();
+  uint64_t s = c->sample_seed_set
+    ? cp_mix64(c->sample_seed ^ cp_mix64(1 + atomic_fetch_add_explicit(&thr_draw_order, 1, memory_order_relaxed)))
+    : cp_mix64((uint64_t)(uint32_t)t->tid | (uint64_t)getpid() << 32);
+  return t->seed = s ? s : 1;
 }
 
 cp_thr *cp_thr_all(void) { return atomic_load_explicit(&thr_head, memory_order_acquire); }

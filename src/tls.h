@@ -110,7 +110,8 @@ typedef struct cp_thr {
                                    (or of unknown size): its launch may be timed */
   /* plugin.c, host sampling: position in the block of N API calls, the
    * call of the block to time, the generator that draws it */
-  uint32_t hs_n, hs_pos, hs_rand;
+  uint32_t hs_n, hs_pos, hs_rand;   /* hs_rand 0: not seeded yet (cp_thr_seed) */
+  uint64_t seed;                /* cp_thr_seed's value, 0 until first asked */
   const struct cp_prof_ent *hs_force_pe;   /* the path hs_force times calls for */
   const struct cp_prof_ent *hs_ask;        /* a path counted without a time, to serve next */
   int8_t hs_predecided;         /* plugin.c start_group_api: this GroupApi's call is decided */
@@ -200,6 +201,16 @@ void *cp_calloc_lines(size_t size);
 
 /* Head of the list of every block (acquire load; follow ->next). */
 cp_thr *cp_thr_all(void);
+
+/* The seed of this thread's sampling draws (plugin.c's host-sampling
+ * positions, mask_control.c's spaced GPU samples), never 0, fixed at the
+ * thread's first draw.  By default from the thread id, so that threads and
+ * ranks draw differently.  With COLLPROF_SAMPLE_SEED=S, from S and the
+ * thread's place among the threads that drew before it: a deterministic
+ * program (a replayed capture, a fixed loop) then has the same calls
+ * sampled in every run, and every rank of a job draws alike, so that the
+ * same calls are timed on every rank.  Called by the owning thread only. */
+uint64_t cp_thr_seed(cp_thr *t);
 /* Relaxed single-writer increment helpers. */
 static inline void cp_inc(uint64_t *p, uint64_t v) {
   __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);

@@ -17,6 +17,15 @@ Checked, one "ok - ..." or "FAIL - ..." line each:
     untimed_calls;
   - with --some-lean: some path has unseen_calls (lean calls happened).
 
+  lean_check.py --seeds REF_DIR SEED1_DIR NAME SEED_DIR...
+
+Lean runs of one capture with COLLPROF_SAMPLE_SEED=1..K (SEED1_DIR a
+second run with seed 1): the seed-1 runs have the same counts (calls,
+bytes, unseen and untimed calls) on every path; the
+estimated paths' calls are not the same for every seed (the seed draws);
+and each estimated path's mean over the seeds is within 15% of the
+reference's calls (the ratio estimate has no bias beyond that).
+
   lean_check.py --summary REF_DIR LEAN_DIR NAME
 
 The same on summary.json (collated, offline or by the MPI tree): exact
@@ -66,8 +75,37 @@ def summaries(ref_d, lean_d, name):
           " - %s: summary.log marks the estimated calls with ~ (%d rows, %d paths)" % (name, marked, len(est)))
 
 
+def seeds(ref_d, again_d, name, *dirs):
+    ref, runs = load(ref_d), [load(d) for d in dirs]
+    def counts(r):
+        return {p: tuple(o.get(k) for k in ("calls", "bytes", "unseen_calls", "untimed_calls")) for p, o in r.items()}
+    same = counts(load(again_d)) == counts(runs[0]) and bool(runs[0])
+    print(("ok" if same else "FAIL") + " - %s: the same seed gives the same counts on every path" % name)
+    est = sorted(p for p in runs[0] if runs[0][p].get("unseen_calls"))
+    varied = [p for p in est if len({r.get(p, {}).get("calls") for r in runs}) > 1]
+    print(("ok" if varied else "FAIL") +
+          " - %s: other seeds draw other calls (%d of %d estimated paths vary)" % (name, len(varied), len(est)))
+    bad, worst = [], []
+    for p in sorted(set(ref) - set(p for p in ref if leaf(p) in EXACT or leaf(p) == "KernelCh")):
+        calls = [r.get(p, {}).get("calls", 0) for r in runs]
+        mean, ca = sum(calls) / len(calls), ref[p].get("calls", 0)
+        worst.append((abs(mean - ca) / max(ca, 1), p, mean, ca, min(calls), max(calls)))
+        if abs(mean - ca) > 0.15 * max(ca, 1):
+            bad.append("%s: mean %.1f against %s" % (p, mean, ca))
+    worst.sort(reverse=True)
+    w = worst[0] if worst else (0, "-", 0, 0, 0, 0)
+    print(("ok" if worst and not bad else "FAIL") +
+          " - %s: estimated calls' mean over %d seeds within 15%% of the reference "
+          "(farthest %s: %.1f against %d, single seeds %d-%d)" % (name, len(runs), leaf(w[1]), w[2], w[3], w[4], w[5]))
+    for x in bad[:10]:
+        print("  " + x)
+
+
 def main():
     args = sys.argv[1:]
+    if args and args[0] == "--seeds":
+        seeds(*args[1:])
+        return
     if args and args[0] == "--summary":
         summaries(*args[1:4])
         return

@@ -21,7 +21,7 @@ static const char *vars[] = {"NCCL_PROFILE_EVENT_MASK", "COLLPROF_GPU_SAMPLE", "
                              "COLLPROF_TRACE_NICE",
                              "COLLPROF_HOST_SAMPLE", "COLLPROF_HOST_SAMPLE_US", "COLLPROF_START_PAUSED",
                              "COLLPROF_GPU_SAMPLE_US", "COLLPROF_GPU_SAMPLE_SMALL",
-                             "COLLPROF_GPU_SAMPLE_SMALL_BYTES", "COLLPROF_LEAN"};
+                             "COLLPROF_GPU_SAMPLE_SMALL_BYTES", "COLLPROF_LEAN", "COLLPROF_SAMPLE_SEED"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -144,6 +144,17 @@ int main(void) {
   ok(!w[0] && c->host_sample == CP_HOST_SAMPLE_AUTO && c->host_sample_us == 2500,
      "COLLPROF_HOST_SAMPLE=auto (any case) and COLLPROF_HOST_SAMPLE_US=2500 taken");
   free(w);
+  ok(!c->sample_seed_set, "default: no COLLPROF_SAMPLE_SEED, each thread seeds from its id");
+  w = reload_with("COLLPROF_SAMPLE_SEED", "0xfeedface12345678");
+  ok(!w[0] && c->sample_seed_set && c->sample_seed == 0xfeedface12345678ull,
+     "COLLPROF_SAMPLE_SEED=0xfeedface12345678 taken (64 bits)");
+  free(w);
+  w = reload_with("COLLPROF_SAMPLE_SEED", "0");
+  ok(!w[0] && c->sample_seed_set && c->sample_seed == 0, "COLLPROF_SAMPLE_SEED=0 is a seed like any other");
+  free(w);
+  bad_value("COLLPROF_SAMPLE_SEED", "lucky", "a seed per thread id");
+  ok(!c->sample_seed_set, "bad COLLPROF_SAMPLE_SEED: no seed, each thread seeds from its id");
+  unsetenv("COLLPROF_SAMPLE_SEED");
   w = reload_with("COLLPROF_LEAN", "off");
   ok(!w[0] && c->lean == 0, "COLLPROF_LEAN=off taken");
   free(w);
