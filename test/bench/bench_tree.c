@@ -68,8 +68,13 @@ typedef struct thr {
 
 /* Proxy mode: calls handed from an application thread to its proxy
  * thread (single producer, single consumer; indices on lines of their
- * own).  A full queue makes the application thread wait (counted). */
-enum { QCAP = 1024 };
+ * own).  A full queue makes the application thread wait (counted).  16
+ * calls deep, not more: with KernelCh on NCCL's calls wait for its proxy
+ * thread, and collprof takes a KernelCh's span only while fewer than 32
+ * later KernelCh-on calls started (plugin.c, CP_KC_SLOT_TRUST).  With 1024
+ * the application ran far ahead, and 97% of the proxy's KernelCh took the
+ * "fell behind" way (span dropped, affinity hook), which runs rarely do. */
+enum { QCAP = 16 };
 typedef struct pq_ent { void *co; uint64_t seq; int m; } pq_ent;
 typedef struct pq {
   _Alignas(64) _Atomic uint64_t head;
