@@ -37,7 +37,7 @@ val() { sed -n "s/^$1=//p" out | head -n 1; }
 "$CP" --help >out 2>err
 is "$?" 0 "--help exits 0"
 ok "--help shows the usage and every option" bash -c \
-  'grep -q "^Usage: collprof \[options\] \[--\] program" out && for o in --output --events --trace --no-trace --gpu-sample --host-sample --periods --paused --rank-logs --capture --quiet --mpi --no-mpi --list-events --help --version; do grep -q -- "$o" out || { echo "missing $o"; exit 1; }; done'
+  'grep -q "^Usage: collprof \[options\] \[--\] program" out && for o in --output --events --trace --no-trace --gpu-sample --host-sample --seed --periods --paused --rank-logs --capture --quiet --mpi --no-mpi --list-events --help --version; do grep -q -- "$o" out || { echo "missing $o"; exit 1; }; done'
 ver=$(sed -n 's/^#define COLLPROF_VERSION "\(.*\)"/\1/p' "$TOP/include/collprof.h")
 is "$("$CP" --version)" "collprof $ver" "--version prints COLLPROF_VERSION"
 "$CP" --list-events >out 2>err
@@ -78,6 +78,10 @@ run --host-sample 16 ./prog
 is "$(val COLLPROF_HOST_SAMPLE)" 16 "--host-sample 16"
 run --host-sample AUTO ./prog
 is "$(val COLLPROF_HOST_SAMPLE)" auto "--host-sample auto (any case): COLLPROF_HOST_SAMPLE=auto"
+run --seed 0xfeedface12345678 ./prog
+is "$(val COLLPROF_SAMPLE_SEED)" 0xfeedface12345678 "--seed 0x...: COLLPROF_SAMPLE_SEED as given"
+run --seed 18446744073709551615 ./prog
+is "$(val COLLPROF_SAMPLE_SEED)" 18446744073709551615 "--seed 2^64-1 (decimal) taken"
 rm -f started; COLLPROF_TRACE=0 COLLPROF_GPU_SAMPLE=7 COLLPROF_LIBDIR=$FAKE "$CP" ./prog >out 2>&1
 is "$(val COLLPROF_TRACE),$(val COLLPROF_GPU_SAMPLE)" "0,7" "variables set by the user pass through"
 rm -f started; COLLPROF_TRACE=0 COLLPROF_LIBDIR=$FAKE "$CP" --trace ./prog >out 2>&1
@@ -138,6 +142,10 @@ bad "event number too large" -e 0x100000000
 bad "negative gpu-sample" --gpu-sample -1
 bad "gpu-sample not a number" --gpu-sample x
 bad "host-sample not a number or auto" --host-sample often
+bad "seed not a number" --seed lucky
+bad "seed over 64 bits" --seed 18446744073709551616
+bad "seed negative" --seed -1
+bad "seed empty hex" --seed 0x
 bad "periods without duration" --periods 1
 bad "periods not numbers" --periods a:b
 bad "periods zero duration" --periods 1:0

@@ -20,6 +20,7 @@
 #include "elf_needed.h"
 #include "events.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -55,6 +56,10 @@ static void cp_usage(FILE *f) {
     "                          1: every call; default auto: N from each\n"
     "                          thread's call rate, timed calls about\n"
     "                          COLLPROF_HOST_SAMPLE_US (1000) apart\n"
+    "      --seed S            seed the sampling draws: the same calls timed in\n"
+    "                          every run of a deterministic program, and on\n"
+    "                          every rank [COLLPROF_SAMPLE_SEED] (default: each\n"
+    "                          thread seeds from its thread id)\n"
     "      --periods D:T[:R]   profile only in windows: off D seconds, on T seconds,\n"
     "                          R times (default 1, 0 for ever) [COLLPROF_PERIODS]\n"
     "      --paused            start with recording off, until the program calls\n"
@@ -93,6 +98,19 @@ static int cp_parse_uint(const char *s, long *out) {
   if (errno || *end || v < 0 || v > INT_MAX) return -1;
   *out = v;
   return 0;
+}
+
+/* A 64-bit seed as the plugin reads COLLPROF_SAMPLE_SEED (config.c):
+ * decimal or 0x hex digits, nothing else, no overflow. */
+static int cp_check_seed(const char *s) {
+  const int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  const char *p = hex ? s + 2 : s;
+  if (!*p) return -1;
+  for (const char *q = p; *q; q++)
+    if (hex ? !isxdigit((unsigned char)*q) : !isdigit((unsigned char)*q)) return -1;
+  errno = 0;
+  (void)strtoull(p, NULL, hex ? 16 : 10);
+  return errno ? -1 : 0;
 }
 
 /* Non-negative decimal number of seconds ("1", "0.5"). */
@@ -203,7 +221,7 @@ static const char *cp_basename(const char *p) {
   return s ? s + 1 : p;
 }
 
-enum { OPT_TRACE = 256, OPT_NO_TRACE, OPT_GPU_SAMPLE, OPT_HOST_SAMPLE, OPT_PERIODS, OPT_PAUSED, OPT_RANK_LOGS,
+enum { OPT_TRACE = 256, OPT_NO_TRACE, OPT_GPU_SAMPLE, OPT_HOST_SAMPLE, OPT_SEED, OPT_PERIODS, OPT_PAUSED, OPT_RANK_LOGS,
        OPT_CAPTURE, OPT_MPI, OPT_NO_MPI, OPT_LIST_EVENTS };
 
 int main(int argc, char **argv) {
@@ -212,6 +230,7 @@ int main(int argc, char **argv) {
     {"trace", no_argument, 0, OPT_TRACE},     {"no-trace", no_argument, 0, OPT_NO_TRACE},
     {"gpu-sample", required_argument, 0, OPT_GPU_SAMPLE},
     {"host-sample", required_argument, 0, OPT_HOST_SAMPLE},
+    {"seed", required_argument, 0, OPT_SEED},
     {"periods", required_argument, 0, OPT_PERIODS},
     {"paused", no_argument, 0, OPT_PAUSED},
     {"rank-logs", required_argument, 0, OPT_RANK_LOGS},
@@ -220,7 +239,7 @@ int main(int argc, char **argv) {
     {"list-events", no_argument, 0, OPT_LIST_EVENTS},
     {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
     {0, 0, 0, 0}};
-  const char *output = NULL, *periods = NULL, *rank_logs = NULL;
+  const char *output = NULL, *periods = NULL, *rank_logs = NULL, *seed = NULL;
   int trace = -1, capture = 0, quiet = 0, mpi = -1, list_events = 0, have_mask = 0, paused = 0;
   enum { HOST_SAMPLE_AUTO = -2 };   /* -1: not given */
   long gpu_sample = -1, host_sample = -1;
@@ -249,6 +268,11 @@ int main(int argc, char **argv) {
       if (!strcasecmp(optarg, "auto")) host_sample = HOST_SAMPLE_AUTO;
       else if (cp_parse_uint(optarg, &host_sample))
         cp_bad("--host-sample: '%s' is not a number >= 0 or auto%s", optarg, "");
+      break;
+    case OPT_SEED:
+      if (cp_check_seed(optarg))
+        cp_bad("--seed: '%s' is not a number of up to 64 bits (decimal or 0x hex)%s", optarg, "");
+      seed = optarg;
       break;
     case OPT_PERIODS:
       if (cp_check_periods(optarg))
@@ -324,6 +348,7 @@ int main(int argc, char **argv) {
     snprintf(num, sizeof num, "%ld", host_sample);
     cp_setenv("COLLPROF_HOST_SAMPLE", num);
   }
+  if (seed) cp_setenv("COLLPROF_SAMPLE_SEED", seed);
   if (periods) cp_setenv("COLLPROF_PERIODS", periods);
   if (paused) cp_setenv("COLLPROF_START_PAUSED", "1");
   if (rank_logs) cp_setenv("COLLPROF_RANK_LOGS", rank_logs);
