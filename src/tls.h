@@ -208,8 +208,10 @@ cp_thr *cp_thr_all(void);
  * ranks draw differently.  With COLLPROF_SAMPLE_SEED=S, from S and the
  * thread's place among the threads that drew before it: a deterministic
  * program (a replayed capture, a fixed loop) then has the same calls
- * sampled in every run, and every rank of a job draws alike, so that the
- * same calls are timed on every rank.  Called by the owning thread only. */
+ * sampled in every run, and every rank of a job draws alike, so that with
+ * a fixed N the same calls are timed on every rank (test/lean.t; auto
+ * sizes its blocks by each rank's pace).  Called by the owning thread
+ * only. */
 uint64_t cp_thr_seed(cp_thr *t);
 /* Relaxed single-writer increment helpers. */
 static inline void cp_inc(uint64_t *p, uint64_t v) {

@@ -97,5 +97,8 @@ if mpi_preload_ok "$MPILIB"; then
   done
   "${CHK[@]}" --summary "$T/mpi.ref" "$T/mpi.l16" "ar_net MPI" >"$T/chk" 2>&1
   tap_from_checker "$T/chk"
+  # one seed, a fixed N: the ranks time the same calls
+  "${CHK[@]}" --ranks "$T/mpi.l16" "ar_net MPI, COLLPROF_SAMPLE_SEED=1" >"$T/chk" 2>&1
+  tap_from_checker "$T/chk"
 fi
 done_testing

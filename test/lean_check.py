@@ -26,6 +26,12 @@ estimated paths' calls are not the same for every seed (the seed draws);
 and each estimated path's mean over the seeds is within 15% of the
 reference's calls (the ratio estimate has no bias beyond that).
 
+  lean_check.py --ranks DIR NAME
+
+An MPI run with COLLPROF_SAMPLE_SEED and a fixed COLLPROF_HOST_SAMPLE:
+every rank's trace holds the Coll events of the same calls (by seq), and
+some calls were left out (not every call recorded).
+
   lean_check.py --summary REF_DIR LEAN_DIR NAME
 
 The same on summary.json (collated, offline or by the MPI tree): exact
@@ -101,10 +107,29 @@ def seeds(ref_d, again_d, name, *dirs):
         print("  " + x)
 
 
+def ranks(d, name):
+    seqs = {}
+    for f in sorted(glob.glob(d + "/*.jsonl")):
+        for line in open(f):
+            if '"type":"ncclProfileColl"' in line and '"recordType":"event"' in line:
+                o = json.loads(line)
+                seqs.setdefault(f, set()).add(o["details"]["seq"])
+    sets = list(seqs.values())
+    same = len(sets) >= 2 and all(x == sets[0] for x in sets)
+    top = max(sets[0]) + 1 if sets and sets[0] else 0
+    print(("ok" if same else "FAIL") + " - %s: every rank traced the Coll of the same calls (%s)" %
+          (name, ", ".join("%d calls" % len(x) for x in sets)))
+    print(("ok" if sets and 0 < len(sets[0]) < top else "FAIL") +
+          " - %s: some calls only counted (%d of seq 0-%d traced)" % (name, len(sets[0]) if sets else 0, top - 1))
+
+
 def main():
     args = sys.argv[1:]
     if args and args[0] == "--seeds":
         seeds(*args[1:])
+        return
+    if args and args[0] == "--ranks":
+        ranks(*args[1:3])
         return
     if args and args[0] == "--summary":
         summaries(*args[1:4])
