@@ -6,7 +6,12 @@
 # divided by the events (warm-up included), with the trace off and on.  The
 # trace-on run gets a ring that holds the whole run, so no record is
 # dropped (a dropped record costs less than a written one); from that run
-# also the trace writer's instructions per JSON line.
+# also the trace writer's instructions per JSON line.  Then NCCL's proxy
+# thread (COLLPROF_BENCH_PROXY=1, mask 4063: every type but ProxyCtrl, so
+# its work is the KernelCh alone): instructions per KernelCh (start, state
+# 22, stop) over the do-nothing plugin's, trace on, the ring's one-off
+# setup left out -- what NCCL's calls wait for when KernelCh is on
+# (README, "Every event on every call").
 #   test/bench/instr_per_event.sh [BUILD_DIR]     (needs valgrind)
 #   MASK=4031 GPU_SAMPLE=0 COLLPROF_HOST_SAMPLE=64 test/bench/instr_per_event.sh
 #                 the default mask, GPU sampling off, 63 calls in 64 only
@@ -19,6 +24,7 @@ set -u
 export COLLPROF_HOST_SAMPLE=${COLLPROF_HOST_SAMPLE:-1}
 B=$(cd "${1:-${COLLPROF_BUILD:-build}}" && pwd) || exit 2
 N=20000          # calls; the bench adds 2000 warm-up calls
+CHANNELS=2       # KernelCh per call (test/bench/bench_tree.c)
 command -v valgrind >/dev/null || { echo "instr_per_event.sh: valgrind not found" >&2; exit 2; }
 # incl FUNC: FUNC's inclusive instructions in callgrind_annotate --inclusive
 # output on stdin (the largest count on a "N (P%) file:FUNC" line: the
@@ -60,3 +66,23 @@ for tr in 0 1; do
     printf 'trace writer: %d instructions per JSON line formatted (%d lines; the writer thread, not the caller)\n' \
       $(( js / lines )) "$lines"
 done
+
+# proxy thread: proxy_part's inclusive instructions on the thread that ran
+# it, less the trace ring's first attach (a one-off memset of the ring)
+proxy_ir() {     # PLUGIN ENV... -> instructions
+  local d pl=$1; shift
+  d=$(mktemp -d)
+  (cd "$d" && env "$@" COLLPROF_BENCH_PROXY=1 NCCL_PROFILE_EVENT_MASK=4063 COLLPROF_GPU_SAMPLE=1 COLLPROF_QUIET=1 \
+     COLLPROF_OUTPUT_DIR="$d/out" valgrind --tool=callgrind --separate-threads=yes \
+     --callgrind-out-file="$d/cg.out" "$B/bin/collprof-bench" --child "$pl" 1 $N > "$d/res" 2>/dev/null)
+  for f in "$d"/cg.out-*; do
+    a=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null)
+    echo $(( $(incl proxy_part <<<"$a") - $(incl ring_get <<<"$a") ))
+  done | sort -n | tail -1
+  rm -rf "$d"
+}
+p0=$(proxy_ir "$B/lib/libnccl-profiler-noop.so" X=1)
+p1=$(proxy_ir "$B/lib/libcollprof.so" COLLPROF_TRACE=1 COLLPROF_TRACE_BUFFER=1048576)
+kc=$(( (N + 2000) * CHANNELS ))
+printf 'proxy thread: %d instructions per KernelCh (start, state, stop; collprof %d, do-nothing %d per KernelCh with the driver)\n' \
+  $(( (p1 - p0) / kc )) $(( p1 / kc )) $(( p0 / kc ))
