@@ -242,8 +242,9 @@ static __attribute__((noinline)) int periodic_spaced(cp_thr *t, uint64_t k1);
  * b = j / n has its sample at pos = 0 for b = 0, else splitmix64(b) % n
  * (header).  Decisions come numbered 1, 2, 3...: the block's place and
  * sample are carried from the decision before, so the divisions and
- * cp_mix64 (mix64.h: splitmix64) run once per block, not at every API call (they were three
- * 64-bit divisions a call, the most of this hook's cost).  A number that
+ * cp_mix64 (mix64.h: splitmix64) run once per block, not at every API
+ * call (they were three 64-bit divisions a call, the most of this hook's
+ * cost).  A number that
  * does not follow the last one (a counter reset, the block threads share)
  * is placed afresh by the rule itself.  A zeroed stream stands at
  * decision 0 of block 0. */

@@ -90,8 +90,8 @@ static void scale_untimed(collprof_path_stat *p) {
  * it leans toward the large calls, which GPU sampling keeps from being
  * lean more often (one in N against one in N x 16 under 1 MiB): +6.5% on
  * average for the ar_net capture's size sweep (README, "Lean calls");
- * the timed calls alone would be unbiased but twice as spread.  KernelCh are GPU samples, taken in
- * calls that are never lean: left as they are. */
+ * the timed calls alone would be unbiased but twice as spread.  KernelCh
+ * are GPU samples, taken in calls that are never lean: left as they are. */
 static void scale_by(collprof_path_stat *p, uint64_t all, uint64_t seen) {
   if (!p->calls || seen == 0 || seen >= all) return;
   const uint64_t est = (uint64_t)(((unsigned __int128)p->calls * all + seen / 2) / seen);

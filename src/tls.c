@@ -87,7 +87,7 @@ uint64_t cp_thr_seed(cp_thr *t) {
   const cp_config *c = cp_config_get();
   uint64_t s = c->sample_seed_set
     ? cp_mix64(c->sample_seed ^ cp_mix64(1 + atomic_fetch_add_explicit(&thr_draw_order, 1, memory_order_relaxed)))
-    : cp_mix64((uint64_t)(uint32_t)t->tid | (uint64_t)getpid() << 32);
+    : cp_mix64((uint64_t)(uint32_t)t->tid);   /* tids are unique on a host: no getpid() call here */
   return t->seed = s ? s : 1;
 }
 

@@ -204,8 +204,8 @@ cp_thr *cp_thr_all(void);
 
 /* The seed of this thread's sampling draws (plugin.c's host-sampling
  * positions, mask_control.c's spaced GPU samples), never 0, fixed at the
- * thread's first draw.  By default from the thread id, so that threads and
- * ranks draw differently.  With COLLPROF_SAMPLE_SEED=S, from S and the
+ * thread's first draw.  By default from the thread id (unique on a host,
+ * read without a system call), so that threads and ranks draw differently.  With COLLPROF_SAMPLE_SEED=S, from S and the
  * thread's place among the threads that drew before it: a deterministic
  * program (a replayed capture, a fixed loop) then has the same calls
  * sampled in every run, and every rank of a job draws alike, so that with

@@ -37,10 +37,8 @@
  * 1.98x, every 1 MiB 1.91x; COLLPROF_BENCH_SLICE_DETAIL=1 shows the run
  * delays).  A block is about 170 lines, tens of microseconds of
  * formatting, and the yield costs nothing where no thread waits for that
- * CPU.  A
- * failed or short write is cut back
- * with ftruncate, the records counted as lost (full disk: one warning,
- * keep going).  All file work happens under the "io lock": a mutex for
+ * CPU.  A failed or short write is cut back with ftruncate, the records
+ * counted as lost (full disk: one warning, keep going).  All file work happens under the "io lock": a mutex for
  * ordinary threads plus an atomic owner word (the kernel tid) that the
  * signal-time flush takes with compare-and-swap only: it skips when it
  * interrupted the holder itself, and otherwise waits at most ~200 ms for

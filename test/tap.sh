@@ -43,9 +43,6 @@ done_testing() { echo "1..$_tap_n"; exit 0; }
 MPIRUN=(mpirun --oversubscribe --bind-to none --mca btl self,vader --mca btl_vader_single_copy_mechanism none)
 [ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
 export OMPI_MCA_rmaps_base_oversubscribe=1
-# Whether a test may run "${MPIRUN[@]}" with LIB preloaded: not under a
-# sanitizer (a sanitized library preloaded into mpirun's children), and
-# with mpirun and LIB there; else one skip and status 1.
 # Tests that replay the captures and collate offline: the tools and the
 # fixtures, else skip the whole test (sets REPLAY, PLUGIN, COLLATE).
 need_replay_collate() {
@@ -56,6 +53,9 @@ need_replay_collate() {
   command -v python3 >/dev/null || skip_all "no python3"
   ls "$FIX"/ar_nvlink/p0.jsonl >/dev/null 2>&1 || skip_all "no fixtures in $FIX"
 }
+# Whether a test may run "${MPIRUN[@]}" with LIB preloaded: not under a
+# sanitizer (a sanitized library preloaded into mpirun's children), and
+# with mpirun and LIB there; else one skip and status 1.
 mpi_preload_ok() {
   if [ -n "${SAN:-}" ]; then skip "mpirun with a preloaded library is not run under sanitizers"; return 1; fi
   if ! command -v mpirun >/dev/null || [ ! -e "$1" ]; then skip "no mpirun or $(basename "$1")"; return 1; fi
