@@ -30,8 +30,9 @@ void cp_gcls_add(cp_gcls *into, const cp_gcls *from) {
     a->first_ns += cp_ld(&b->first_ns);
     uint64_t m = cp_ld(&b->max_ns);
     if (m > a->max_ns) a->max_ns = m;
+    a->lean += cp_ld(&b->lean);
+    a->rec += cp_ld(&b->rec);
   }
-  into->lean += cp_ld(&from->lean);
 }
 
 /* square root by Newton's method (the plugin links no libm) */
@@ -48,9 +49,9 @@ static double sqrt_nr(double x) {
 
 static uint64_t round_u64(double v) { return v <= 0 ? 0 : (uint64_t)(v + 0.5); }
 
-/* The mean of a class without periodic samples, from the sampled classes
- * (ks[0..n) ascending, their means ms): see gpu_estimate.h. */
-static double borrowed_mean(unsigned k, const unsigned *ks, const double *ms, unsigned n) {
+/* A class's value from the classes that have one (gpu_estimate.h): its
+ * mean here, a rate of events per call in lean_estimate.c. */
+double cp_gcls_borrow(unsigned k, const unsigned *ks, const double *ms, unsigned n) {
   unsigned i = 0;
   while (i < n && ks[i] < k) i++;
   if (i == 0) return ms[0];          /* below the smallest: flat */
@@ -84,7 +85,7 @@ static int lone_outlier(unsigned k, double m, const unsigned *ks, const double *
     oks[on] = ks[i]; oms[on] = ms[i]; on++;
   }
   if (!below || !above) return 0;
-  const double b = borrowed_mean(k, oks, oms, on);
+  const double b = cp_gcls_borrow(k, oks, oms, on);
   return b > 0 && m > CP_GCLS_OUTLIER * b;
 }
 
@@ -144,7 +145,7 @@ void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, ui
     uint64_t rest = e->calls > once_n[k] ? e->calls - once_n[k] : 0;
     est += once_ns[k];
     if (mean[k] >= 0 || n) {
-      double m = mean[k] >= 0 ? mean[k] : borrowed_mean(k, ks, ms, n);
+      double m = mean[k] >= 0 ? mean[k] : cp_gcls_borrow(k, ks, ms, n);
       est += m * (double)rest;
       covered += once_n[k] + rest;
     } else {

@@ -42,6 +42,7 @@
  */
 #ifndef COLLPROF_GPU_ESTIMATE_H
 #define COLLPROF_GPU_ESTIMATE_H
+#include <stddef.h>
 #include <stdint.h>
 
 /* Class 0: 0 bytes (or datatype unknown); class k >= 1: [2^(k-1), 2^k)
@@ -50,22 +51,40 @@
 #define CP_GCLS_OUTLIER 10.0
 
 typedef struct cp_gcls_ent {
-  uint64_t calls;          /* stopped calls of this size (class 0: cp_gcls_fill_unsized) */
+  uint64_t calls;          /* stopped calls of this size (class 0: cp_gcls_fill_unsized);
+                              first: a counted memo points here (counted_memo.h) */
   uint64_t samples, ns;    /* GPU samples and their spans, first-call ones included */
   uint64_t first_samples, first_ns;
   uint64_t max_ns;         /* the longest periodic (not first-call) sample */
+  uint64_t lean;           /* of calls, those counted from their CollApi/P2pApi in a
+                              lean call (plugin.c, lean_derive) */
+  uint64_t rec;            /* of calls, those recorded (a slot of their own): their
+                              proxy events carry the class (lean_estimate.h) */
 } cp_gcls_ent;
+_Static_assert(offsetof(cp_gcls_ent, calls) == 0, "a counted memo's class pointer is its entry's");
 
-/* lean: of the path's calls, those counted from their CollApi/P2pApi in a
- * lean call (plugin.c, lean_derive), kept here since the profile entry
- * has no room left: only a Coll/P2p with bytes has lean calls. */
-typedef struct cp_gcls { cp_gcls_ent c[CP_GCLS]; uint64_t lean; } cp_gcls;
+/* A Coll/P2p path's table.  A proxy path (ProxyOp, ProxyStep, NetPlugin)
+ * has one too, of another meaning: c[k].calls counts its events of
+ * recorded calls whose Coll/P2p is of class k (lean_estimate.h), the rest
+ * stays 0. */
+typedef struct cp_gcls { cp_gcls_ent c[CP_GCLS]; } cp_gcls;
+static inline uint64_t cp_gcls_lean(const cp_gcls *g) {
+  uint64_t n = 0;
+  for (unsigned k = 0; k < CP_GCLS; k++) n += g->c[k].lean;
+  return n;
+}
 
 static inline unsigned cp_gcls_of(uint64_t bytes) {
   if (!bytes) return 0;
   unsigned k = 64u - (unsigned)__builtin_clzll(bytes);
   return k < CP_GCLS ? k : CP_GCLS - 1;
 }
+
+/* The value of class k, which has none, from the classes ks[0..n)
+ * (ascending, n >= 1) that have values vs: geometric in the class between
+ * the nearest two (linear when either is 0), the nearest one's beyond
+ * them (the rule above for a class without periodic samples). */
+double cp_gcls_borrow(unsigned k, const unsigned *ks, const double *vs, unsigned n);
 
 /* One sample into its class (single writer: relaxed stores, see tls.h). */
 void cp_gcls_add_sample(cp_gcls *g, uint64_t bytes, uint64_t ns, int first);

@@ -470,6 +470,7 @@ static void init_once(void) {
   g_lean_mask = (uint32_t)(ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi) |
                 (g_base & (uint32_t)ncclProfileProxyCtrl);
   g_lean_on = c->lean && !g_v4 && !g_off && (g_base & ~g_lean_mask) != 0;
+  atomic_store(&cp_hot.lean_live, g_lean_on && !atomic_load(&g_frozen));
   g_switching = g_n >= 1 || g_have_periods || g_lean_on;
   if (g_have_periods || atomic_load(&g_paused)) atomic_store(&g_win_used, 1);
   if (g_have_periods) atomic_store(&g_in_window, 0);
@@ -561,6 +562,7 @@ static void freeze(const char *why, const char *hazard) {
   /* g_frozen_kc before g_frozen: a publish that sees the freeze sees how */
   if (kc) atomic_store(&g_frozen_kc, 1);
   if (atomic_exchange(&g_frozen, 1)) return;
+  atomic_store(&cp_hot.lean_live, 0);   /* no lean call any more (below) */
   atomic_store(&g_next_first, 0);   /* from now on every call is alike */
   /* no lean call any more: with KernelCh off, the base (effective) */
   if (atomic_exchange(&g_next_lean, 0) && !kc) publish();

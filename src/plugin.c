@@ -268,7 +268,20 @@ static inline uint32_t counted_slot(uint32_t type) { return (uint32_t)__builtin_
  * send (start_lean), tested where the other two are. */
 #define CP_LEAN_SLOT 0x40u
 #define CP_LEAN_BIT ((uint64_t)CP_LEAN_SLOT << 8)
-#define CP_XSLOTS (CP_UNT_SLOT | CP_LEAN_SLOT)
+/* ...and a counted event of a call that is not lean while lean calls
+ * are on (a block's first call, one the launch timer wants) this one: its
+ * Coll/P2p puts its size class in its handle (CP_ACLS_*), its proxy
+ * events take it over and count by it (lean_estimate.h: those calls'
+ * events are the rates the lean calls' are estimated by).  Such a call's
+ * events take the long way (start_fast), where the bits are handled. */
+#define CP_CLS_SLOT 0x80u
+#define CP_CLS_BIT ((uint64_t)CP_CLS_SLOT << 8)
+#define CP_ACLS_SLOT_SHIFT 8   /* 1 + the class, in slot bits 8-13 (0: none) */
+#define CP_ACLS_SLOT_MASK (0x3Fu << CP_ACLS_SLOT_SHIFT)
+#define CP_ACLS_BITS ((uint64_t)CP_ACLS_SLOT_MASK << 8)
+_Static_assert(CP_GCLS + 1 <= 0x3F && (CP_ACLS_SLOT_MASK >> CP_LOCAL_BITS) == 0,
+               "a class fits its bits, below the lane's");
+#define CP_XSLOTS (CP_UNT_SLOT | CP_LEAN_SLOT | CP_CLS_SLOT | CP_ACLS_SLOT_MASK)
 static inline uint32_t counted_type(uint64_t h) {
   const uint32_t b = (uint32_t)(h >> 8) & 0xFu;
   return b ? 1u << (b - 1) : 0;
@@ -461,7 +474,7 @@ static inline __attribute__((always_inline)) void hs_decide(cp_thr *t) {
   }
   const uint32_t mask = cp_mask_now();   /* what NCCL read for this call */
   t->sampled = (int8_t)(mask & ncclProfileKernelCh ? 1 + cp_mask_sample_first() : 0);
-  t->lean = 0;
+  t->lean = t->hs_cls = 0;
   const int n = g.host_sample;
   if (LIKELY(n == 1)) { t->hs_mode = HS_TIMED; return; }
   int timed = 0;
@@ -487,6 +500,9 @@ static inline __attribute__((always_inline)) void hs_decide(cp_thr *t) {
     t->hs_mode = HS_COUNTED;
     t->hs_wlg = 0;
     cp_inc(&t->lean_calls, 1);
+  } else if (t->hs_mode == HS_COUNTED) {
+    /* counted, not lean, while lean calls are on: CP_CLS_BIT */
+    t->hs_cls = (int8_t)atomic_load_explicit(&cp_hot.lean_live, memory_order_relaxed);
   }
 }
 
@@ -542,9 +558,10 @@ static inline int hs_counted_root(const cp_thr *t, uint32_t type) {
   return t->hs_mode != HS_TIMED && (type & (ncclProfileGroupApi | ncclProfileGroup));
 }
 /* The slot bits a counted root's handle carries: CP_UNT_SLOT in an
- * untimed call, inherited by its counted children. */
+ * untimed call, CP_LEAN_SLOT in a lean one, CP_CLS_SLOT (above),
+ * inherited by its counted children. */
 static inline uint32_t hs_root_xslot(const cp_thr *t) {
-  return t->hs_mode == HS_UNTIMED ? CP_UNT_SLOT : t->lean ? CP_LEAN_SLOT : 0;
+  return t->hs_mode == HS_UNTIMED ? CP_UNT_SLOT : t->lean ? CP_LEAN_SLOT : t->hs_cls ? CP_CLS_SLOT : 0;
 }
 /* A child of counted parent handle pobj that is recorded all the same: a
  * Coll/P2p of an untimed call, since its KernelCh need its slot (the rest
@@ -583,7 +600,18 @@ typedef struct plink {
   int32_t origin_pid;
   int linked;
   uint32_t kc_epoch;     /* KernelCh that took a hold: its expectation's epoch */
+  uint32_t acls;         /* a proxy event's: its call's size class (pool.h), from the parent */
 } plink;
+
+/* Proxy events, counted per size class of their call (lean_estimate.h),
+ * and the types whose slot carries that class (pool.h, acls). */
+#define CP_PROXY_TYPES (ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileNetPlugin)
+#define CP_ACLS_TYPES (ncclProfileColl | ncclProfileP2p | CP_PROXY_TYPES)
+/* The class a parent passes down, by its path's type: another type's
+ * slot holds a stale one. */
+static inline uint32_t parent_acls(uint32_t ppath, uint32_t acls) {
+  return cp_path_valid_i(ppath) && (cp_path_type(ppath) & CP_ACLS_TYPES) ? acls : 0;
+}
 
 /* Only a KernelCh links to a parent that has stopped: a stopped parent's
  * self time was settled at its stop, so all another child could give it
@@ -592,10 +620,11 @@ typedef struct plink {
  * stopped and ProxyOp after its Coll stopped (ABI doc), so this saves a
  * reference, its blacklist entry and the parent update at the stop -- or,
  * for a ProxyOp on the proxy thread, two posts to the owner's inbox. */
-static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l, int kch) {
+static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l, int kch, int ax) {
   const uint32_t ls = cp_slot_local(pf->slot);
   cp_slot *ps = cp_pool_slot(pp, ls);
   if (!ps || (cp_slot_key(ps) & ~CP_KEY_LIVE) != ((uint64_t)pf->gen | (uint64_t)pf->path << 32)) return;
+  if (UNLIKELY(ax)) l->acls = parent_acls(pf->path, __atomic_load_n(&ps->acls, __ATOMIC_RELAXED));
   l->origin_pid = ps->is_pxn ? ps->origin_pid : 0;   /* the slot's second line: PXN only */
   /* A KernelCh takes over one of the references its Coll/P2p holds for it
    * (pool.h); one beyond them, or of an unsampled call, takes its own. */
@@ -611,7 +640,7 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
  * a locked one: held as usual.  Another thread's: read without the pool,
  * its reference posted (pool_owner.h); a KernelCh takes one of its holds
  * there and then, so it knows at once whether it reports to the sample. */
-static void link_parent_other(cp_thr *t, cp_pool *pp, const cp_handle_fields *pf, plink *l, int kch) {
+static void link_parent_other(cp_thr *t, cp_pool *pp, const cp_handle_fields *pf, plink *l, int kch, int ax) {
   const uintptr_t o = cp_pool_owner(pp);
   cp_parent_view v;
   int took = 0, r = -1;
@@ -619,10 +648,11 @@ static void link_parent_other(cp_thr *t, cp_pool *pp, const cp_handle_fields *pf
   if (o != 0 && o != (uintptr_t)t) r = cp_pool_peek_parent(pp, ls, pf->gen, pf->path, kch, &v, &took);
   if (r < 0) {
     const int own = cp_pool_enter(pp, t);
-    link_parent(pp, pf, l, kch);
+    link_parent(pp, pf, l, kch, ax);
     cp_pool_leave(pp, own);
     return;
   }
+  if (r == 1 && ax) l->acls = parent_acls(pf->path, v.acls);
   if (r == 0 || (!kch && !v.live)) return;   /* gone, or stopped (link_parent) */
   if (took) l->kc_epoch = v.kc_epoch;
   else {
@@ -911,6 +941,16 @@ static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool
   }
 }
 
+/* The call's size class on the slot (pool.h, acls): a Coll/P2p's own, a
+ * proxy event's from its parent (0 when it had none that carried one). */
+static inline __attribute__((always_inline)) void start_acls(cp_slot *s, uint32_t type, uint64_t bytes,
+                                                             const plink *pl) {
+  if (type & (ncclProfileColl | ncclProfileP2p))
+    __atomic_store_n(&s->acls, (uint8_t)(cp_gcls_of(bytes) + 1), __ATOMIC_RELAXED);
+  else if (UNLIKELY(type & CP_PROXY_TYPES))
+    __atomic_store_n(&s->acls, (uint8_t)pl->acls, __ATOMIC_RELAXED);
+}
+
 /* A counted or off call's GroupApi: the pool takes in what other threads
  * posted to it (start_counted says why). */
 static inline void group_takes_posts(cp_thr *t, cp_pool *pool) {
@@ -1001,11 +1041,28 @@ static __attribute__((noinline)) ncclResult_t counted_hooks_call(cp_thr *t, cons
   return NCCL_OK;
 }
 
+/* A counted event of a CP_CLS_BIT call, before its handle is made from
+ * bits (the pool's handle bits, or slot bits << 8): a Coll/P2p adds its
+ * size class to them and counts as a call whose proxy events carry it; a
+ * proxy event with a class counts by it (lean_estimate.h).  Returns the
+ * bits. */
+static __attribute__((noinline)) uint64_t cls_note(cp_thr *t, uint32_t type, uint32_t path, uint64_t bytes,
+                                                   uint64_t bits) {
+  if (path == CP_PATH_NONE) return bits;
+  if (type & (ncclProfileColl | ncclProfileP2p)) {
+    cp_profile_rec_t(t, path, bytes);
+    return (bits & ~CP_ACLS_BITS) | (uint64_t)(cp_gcls_of(bytes) + 1) << (CP_ACLS_SLOT_SHIFT + 8);
+  }
+  const unsigned a = (unsigned)(bits >> (CP_ACLS_SLOT_SHIFT + 8)) & 0x3Fu;
+  if ((type & CP_PROXY_TYPES) && a) cp_profile_acls_t(t, path, a - 1);
+  return bits;
+}
+
 /* The fast path's counted start (start_fast): from the thread's memo of
  * earlier lookups (counted_memo.h) when it holds this event, else as
  * start_counted, after which the memo holds it.  Both do the same.  hkey:
- * the pool's handle bits, with CP_UNT_BIT in an untimed call (the memo's
- * entries never hold it). */
+ * the pool's handle bits, with CP_UNT_BIT in an untimed call, CP_CLS_BIT
+ * and a class as cls_note says (the memo's entries never hold them). */
 static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHandle,
                                                          const ncclProfilerEventDescr_v5_t *d, uint32_t type,
                                                          uint32_t parent_path, cp_pool *pool, uint64_t hkey,
@@ -1014,6 +1071,7 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
   const cp_cmemo_ent *e = cp_cmemo_find(t, parent_path, type, &k);
   if (LIKELY(e != NULL)) {
     if (type == ncclProfileGroupApi) group_takes_posts(t, pool);
+    if (UNLIKELY(hkey & CP_CLS_BIT)) hkey = cls_note(t, type, (uint32_t)(e->hbits >> 44) & 0xFFFFu, e->bytes, hkey);
     counted_hit(t, eHandle, d, type, e, hkey, ctxv);
     return;
   }
@@ -1021,7 +1079,8 @@ static __attribute__((noinline)) void start_counted_fast(cp_thr *t, void **eHand
   uint64_t bytes;
   descr_func(t, d, type, &func, &dt, &bytes);
   const uint32_t path = cp_path_child_t(t, parent_path, type, func);
-  start_counted(t, eHandle, d, type, path, bytes, pool, ctxv, (uint32_t)(hkey >> 8) & CP_XSLOTS);
+  const uint64_t xbits = UNLIKELY(hkey & CP_CLS_BIT) ? cls_note(t, type, path, bytes, hkey) : hkey;
+  start_counted(t, eHandle, d, type, path, bytes, pool, ctxv, (uint32_t)(xbits >> 8) & CP_XSLOTS);
   cp_prof_ent *pe = path != CP_PATH_NONE ? cp_prof_ent_get(t, path) : NULL;
   if (!pe) return;
   uint64_t *cls_calls = NULL;   /* a Coll/P2p's size class: made by the count above */
@@ -1051,7 +1110,7 @@ static __attribute__((noinline)) void lean_derive(cp_thr *t, const ncclProfilerE
   const uint64_t pt = cp_cmemo_pt(api_path, type);
   if (LIKELY(cp_cmemo_holds(m, pt, &k))) {
     if (UNLIKELY(cp_profile_count_m(m->prof, m->bytes, m->cls_calls))) hs_ask(t, m->prof);
-    cp_inc(&m->prof->cls->lean, 1);   /* filled only with a size class, so with cls */
+    cp_inc(&((cp_gcls_ent *)(void *)m->cls_calls)->lean, 1);   /* the class's entry: calls comes first */
   } else {
     const int coll = type == ncclProfileCollApi;
     const uint32_t func = cp_str_intern_t(t, k.func);
@@ -1061,7 +1120,7 @@ static __attribute__((noinline)) void lean_derive(cp_thr *t, const ncclProfilerE
     const uint64_t bytes = api_bytes(t, d, type);
     if (cp_profile_count_e(pe, bytes)) hs_ask(t, pe);
     if (!pe->cls) return;   /* 0 bytes, or no memory: its count stays seen as exact, unscaled below */
-    cp_inc(&pe->cls->lean, 1);
+    cp_inc(&pe->cls->c[cp_gcls_of(bytes)].lean, 1);
     if (t != &cp_thr_emergency) {
       m->pt = pt;
       m->func = k.func;
@@ -1233,17 +1292,19 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   uint32_t path = scratch ? cp_path_probe(parent_path, type, func) : cp_path_child_t(t, parent_path, type, func);
   if (hs) {
     if (pdec ? (pf.gen == 0 && !untimed_coll(pobj, type)) : (!pobj && hs_counted_root(t, type))) {
-      start_counted(t, eHandle, d, type, path, bytes, pool, ctxv,
-                    pdec ? pf.slot & CP_XSLOTS : hs_root_xslot(t));
-        return NCCL_OK;
+      uint32_t xs = pdec ? pf.slot & CP_XSLOTS : hs_root_xslot(t);
+      if (UNLIKELY(xs & CP_CLS_SLOT)) xs = (uint32_t)(cls_note(t, type, path, bytes, (uint64_t)xs << 8) >> 8);
+      start_counted(t, eHandle, d, type, path, bytes, pool, ctxv, xs);
+      return NCCL_OK;
     }
   }
 
   /* A parent in another pool is linked first, before ours is held (two
    * pools are never held at once): under its lock, or read without it
    * (another thread's lane: link_parent_other). */
-  plink pl = {0, 0, 0, 0, 0};
-  if (pdec && pf.gen && ppool != pool) link_parent_other(t, ppool, &pf, &pl, type == ncclProfileKernelCh);
+  plink pl = {0, 0, 0, 0, 0, 0};
+  const int ax = (type & CP_PROXY_TYPES) != 0;
+  if (pdec && pf.gen && ppool != pool) link_parent_other(t, ppool, &pf, &pl, type == ncclProfileKernelCh, ax);
   /* A Coll/P2p of a call that ran with KernelCh on holds its slot for its
    * nChannels KernelCh children, which may start long after it stopped
    * (pool.h, cp_pool_hold).  v5: the mask at the GroupApi start; v4 (no
@@ -1262,7 +1323,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
     hs_note_start(t, now);
   uint32_t idx;
   const int own = cp_pool_enter(pool, t);
-  if (pdec && pf.gen && ppool == pool) link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
+  if (pdec && pf.gen && ppool == pool) link_parent(pool, &pf, &pl, type == ncclProfileKernelCh, ax);
   cp_slot *s = cp_pool_alloc(pool, &idx);
   if (UNLIKELY(!s)) {
     start_no_slot(t, pool, own, ppool, &pl, type == ncclProfileKernelCh);   /* leaves the pool */
@@ -1283,6 +1344,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   }
   if (pxn) s->origin_pid = type == ncclProfileProxyOp ? d->proxyOp.pid : pl.origin_pid;
   start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, !pxn && !scratch, kc_call);
+  start_acls(s, type, bytes, &pl);
   const uint64_t handle = pool_handle(pool, path, idx, s->gen);
   if (trace) start_record(t, s, d, comm, pxn, type, path, mypid, func, dt, now, pobj, handle, ctxv);
   if (!scratch) pool->events++;
@@ -1340,6 +1402,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
       start_lean(t, eHandle, d, type, parent_path, pool, hkey, ctxv);
       return 1;
     }
+    if (UNLIKELY(counted && (pobj & CP_CLS_BIT))) unt = pobj & (CP_CLS_BIT | CP_ACLS_BITS);
   } else {
     if (type == ncclProfileGroupApi) hs_decide_once(t);
     counted = hs_counted_root(t, type);
@@ -1363,13 +1426,13 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   const uint64_t now = ev_now();
   CP_PH(CP_PH_S_CLOCK, 0);
   if (UNLIKELY(type == ncclProfileGroupApi) && g.host_sample < 0) hs_note_start(t, now);
-  plink pl = {0, 0, 0, 0, 0};
+  plink pl = {0, 0, 0, 0, 0, 0};
   uint32_t idx;
   const int own = cp_pool_enter(pool, t);
   if (pobj & 0xFFu) {   /* a recorded parent (a counted one: untimed_coll) */
     const cp_handle_fields pf = {parent_path, pool->comm_index, (uint32_t)(pobj >> 8) & 0xFFFFFFu,
                                  (uint32_t)pobj & 0xFFu};
-    link_parent(pool, &pf, &pl, type == ncclProfileKernelCh);
+    link_parent(pool, &pf, &pl, type == ncclProfileKernelCh, (type & CP_PROXY_TYPES) != 0);
   }
   CP_PH(CP_PH_S_ENTER, 0);
   cp_slot *s = cp_pool_alloc(pool, &idx);
@@ -1391,6 +1454,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
     s->parent_gen = pl.gen;
   }
   start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, 1, t->sampled);
+  start_acls(s, type, bytes, &pl);
   const uint64_t handle = pool_handle(pool, path, idx, s->gen);
   CP_PH(CP_PH_S_SLOT, 0);
   if (trace) {
@@ -1450,7 +1514,8 @@ static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, voi
   const uint32_t type = (uint32_t)type64;
   uint32_t parent_path = CP_PATH_NONE;
   if (pobj) {
-    if ((pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT)) != 0 || ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0)
+    if ((pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT | CP_CLS_BIT)) != 0 ||
+        ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0)
       return start_rest(t, eHandle, d, ctxv);
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
   } else if (type != ncclProfileGroup || t->hs_mode != HS_COUNTED) {
@@ -1492,7 +1557,7 @@ static __attribute__((noinline)) ncclResult_t start_group_api(cp_thr *t, void **
     const cp_cmemo_ent *e = cp_cmemo_find(t, CP_PATH_NONE, ncclProfileGroupApi, &k);
     if (LIKELY(e != NULL)) {
       group_takes_posts(t, pool);
-      counted_hit(t, eHandle, d, ncclProfileGroupApi, e, t->last_hkey | (t->lean ? CP_LEAN_BIT : 0), ctxv);
+      counted_hit(t, eHandle, d, ncclProfileGroupApi, e, t->last_hkey | (uint64_t)hs_root_xslot(t) << 8, ctxv);
       return NCCL_OK;
     }
   }
@@ -1508,10 +1573,10 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
     /* a counted parent's child, or a Group (of a counted call or not):
      * the short way first; a recorded event straight on */
     const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
-    if (pobj ? (pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT)) == 0 : d->type == ncclProfileGroup)
+    if (pobj ? (pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT | CP_CLS_BIT)) == 0 : d->type == ncclProfileGroup)
       return start_counted_child(t, eHandle, d, ctxv);
     if (!pobj && d->type == ncclProfileGroupApi) return start_group_api(t, eHandle, d, ctxv);
-    if ((pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT)) == CP_LEAN_BIT)
+    if ((pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT | CP_CLS_BIT)) == CP_LEAN_BIT)
       return start_lean_fast(t, eHandle, d, ctxv);
     return start_rest(t, eHandle, d, ctxv);
   }
@@ -1697,6 +1762,8 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
     kch = s->has_gpu_stop && ge >= gs;
     kc_epoch = s->kc_epoch;
   }
+  /* a proxy event's call class, for the lean estimate (lean_estimate.h) */
+  const uint32_t acls = UNLIKELY(type & CP_PROXY_TYPES) ? __atomic_load_n(&s->acls, __ATOMIC_RELAXED) : 0;
   int kch_ok = 1;
   const int plinked = s->parent_linked, took_ref = s->took_ref;
   const uint32_t pcomm = s->parent_comm, pslot = s->parent_slot, pgen = s->parent_gen;
@@ -1728,6 +1795,8 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
       if (pe && cp_profile_count_e(pe, bytes)) hs_ask(t, pe);
     }
     if (UNLIKELY(kch) && kch_ok) cp_profile_gpu_t(t, path, ge - gs, 0);
+    if (UNLIKELY(acls)) cp_profile_acls_t(t, path, acls - 1);
+    else if (type & (ncclProfileColl | ncclProfileP2p)) cp_profile_rec_t(t, path, bytes);
   }
   CP_PH(CP_PH_T_PROFILE, 0);
   if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);

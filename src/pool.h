@@ -100,7 +100,12 @@ typedef struct cp_slot {
   uint8_t span_bad;      /* Coll/P2p: a KernelCh span may come from a reused NCCL
                             timestamp slot: the GPU sample is dropped */
   uint8_t span_first;    /* Coll/P2p: of a first-call sample (mask_control.h) */
-  uint8_t pad3[2];       /* rec on lines 3-4: a slot is 4 whole cache lines */
+  uint8_t acls;          /* Coll/P2p and proxy events (ProxyOp, ProxyStep, NetPlugin):
+                            1 + the size class of the call's Coll/P2p (gpu_estimate.h),
+                            0 unknown; set at start (atomic: a ProxyOp reads its
+                            Coll's on another thread without the pool), other types
+                            leave it stale (lean_estimate.h) */
+  uint8_t pad3[1];       /* rec on lines 3-4: a slot is 4 whole cache lines */
   union {                /* trace record, built at start when the trace is on */
     cp_rec rec;          /* full form (Coll, PXN) */
     cp_erec erec;        /* compact form (the rest): rec.kind tells which */

@@ -164,6 +164,7 @@ void cp_pool_claim(cp_pool *p, const void *me);
 typedef struct cp_parent_view {
   uint32_t gen, kc_epoch;
   uint32_t live;   /* not stopped yet (when read) */
+  uint32_t acls;   /* its anchor class (pool.h: acls), valid when its path's type sets one */
   uint64_t kc_seq;
 } cp_parent_view;
 int cp_pool_peek_parent(cp_pool *p, uint32_t idx, uint32_t gen8, uint32_t path, int kch, cp_parent_view *v,

@@ -23,6 +23,7 @@
 #include "handle.h"
 #include "host_sample.h"
 #include "launch_timer.h"
+#include "lean_estimate.h"
 #include "mask_control.h"
 #include "output_hooks.h"
 #include "paths.h"
@@ -75,31 +76,31 @@ static void scale_untimed(collprof_path_stat *p) {
 
 /* Lean calls (mask_control.c, "Lean calls"): NCCL sent only the API
  * events of such a call, and plugin.c counted its Coll/P2p from them
- * (cp_gcls lean), so calls stay exact down to Coll/P2p.  The types below
- * are seen only in the calls that were not lean; each such path's counts
- * are scaled by its anchor's calls over the anchor's calls that were not
- * lean: the nearest Coll/P2p above it for ProxyOp, ProxyStep and
- * NetPlugin, the GroupApi root (this process's lean calls, counted at
- * their GroupApi) for KernelLaunch and Group.  A proxy event with no
+ * (cp_gcls_ent lean), so calls stay exact down to Coll/P2p.  The types
+ * below are seen only in the calls that were not lean, and their counts
+ * are estimated from those.  ProxyOp, ProxyStep and NetPlugin under a
+ * Coll/P2p: per size class of their call (lean_estimate.h).  Otherwise
+ * one ratio: the path's counts scaled by its anchor's calls over the
+ * anchor's calls that were not lean -- the GroupApi root (this process's
+ * lean calls, counted at their GroupApi) for KernelLaunch and Group, whose
+ * number per call does not depend on its size; for a proxy path without
+ * an event of known class, its Coll/P2p; for a proxy event with no
  * Coll/P2p above it (PXN: its call was another process's, whose lean
- * calls were decided there) takes all this process's Coll/P2p together,
- * as the nearest stand-in for its peers' in a job whose ranks run the
- * same loop.  A ratio estimate: it
- * assumes a path's calls bring the same events whether lean or not, as
- * calls of one size in a loop do.  Where the count depends on the size
- * it leans toward the large calls, which GPU sampling keeps from being
- * lean more often (one in N against one in N x 16 under 1 MiB): +6.5% on
- * average for the ar_net capture's size sweep (README, "Lean calls");
- * the timed calls alone would be unbiased but twice as spread.  KernelCh
- * are GPU samples, taken in calls that are never lean: left as they are. */
-static void scale_by(collprof_path_stat *p, uint64_t all, uint64_t seen) {
-  if (!p->calls || seen == 0 || seen >= all) return;
-  const uint64_t est = (uint64_t)(((unsigned __int128)p->calls * all + seen / 2) / seen);
+ * calls were decided there) all this process's Coll/P2p together, as the
+ * nearest stand-in for its peers' in a job whose ranks run the same loop.
+ * KernelCh are GPU samples, taken in calls that are never lean: left as
+ * they are. */
+static void scale_to(collprof_path_stat *p, uint64_t est) {
+  if (!p->calls || est <= p->calls) return;
   const uint64_t extra = est - p->calls;
+  p->states = (uint64_t)(((unsigned __int128)p->states * est + p->calls / 2) / p->calls);
   p->unseen_calls = extra;
   p->untimed_calls += extra;
   p->calls = est;
-  p->states = (uint64_t)(((unsigned __int128)p->states * all + seen / 2) / seen);
+}
+static void scale_by(collprof_path_stat *p, uint64_t all, uint64_t seen) {
+  if (!p->calls || seen == 0 || seen >= all) return;
+  scale_to(p, (uint64_t)(((unsigned __int128)p->calls * all + seen / 2) / seen));
 }
 static void scale_unseen(collprof_path_stat *paths, size_t n, cp_gcls **cls) {
   uint64_t lean = 0, groups = 0, colls = 0, colls_lean = 0;
@@ -110,7 +111,7 @@ static void scale_unseen(collprof_path_stat *paths, size_t n, cp_gcls **cls) {
       groups += paths[i].calls;
     if ((paths[i].leaf_type & (ncclProfileColl | ncclProfileP2p)) && cls && cls[i]) {
       colls += paths[i].calls;
-      colls_lean += cls[i]->lean;
+      colls_lean += cp_gcls_lean(cls[i]);
     }
   }
   for (size_t i = 0; i < n; i++) {
@@ -126,7 +127,12 @@ static void scale_unseen(collprof_path_stat *paths, size_t n, cp_gcls **cls) {
         continue;
       }
       if (a >= n || !cls || !cls[a]) continue;
-      const uint64_t al = cls[a]->lean, all = paths[a].calls;
+      uint64_t est;
+      if (cls[i] && cp_lean_estimate(cls[a], cls[i], p->calls, &est)) {
+        scale_to(p, est);
+        continue;
+      }
+      const uint64_t al = cp_gcls_lean(cls[a]), all = paths[a].calls;
       scale_by(p, all, all > al ? all - al : 0);
     }
   }

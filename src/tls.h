@@ -116,6 +116,8 @@ typedef struct cp_thr {
   const struct cp_prof_ent *hs_ask;        /* a path counted without a time, to serve next */
   int8_t hs_predecided;         /* plugin.c start_group_api: this GroupApi's call is decided */
   int8_t lean;                  /* this thread's API call is lean (mask_control.c, "Lean calls") */
+  int8_t hs_cls;                /* ...is only counted but not lean while lean calls are on: its
+                                   counted handles carry CP_CLS_BIT (plugin.c) */
   uint64_t lean_calls;          /* ...such calls so far (single writer, relaxed) */
   /* host sampling, auto (host_sample.h): the current block's size and its
    * log2, API calls since the last recorded one, when that one started,
