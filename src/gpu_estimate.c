@@ -31,7 +31,7 @@ void cp_gcls_add(cp_gcls *into, const cp_gcls *from) {
     uint64_t m = cp_ld(&b->max_ns);
     if (m > a->max_ns) a->max_ns = m;
     a->lean += cp_ld(&b->lean);
-    a->rec += cp_ld(&b->rec);
+    a->seen += cp_ld(&b->seen);
   }
 }
 

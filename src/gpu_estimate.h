@@ -58,15 +58,16 @@ typedef struct cp_gcls_ent {
   uint64_t max_ns;         /* the longest periodic (not first-call) sample */
   uint64_t lean;           /* of calls, those counted from their CollApi/P2pApi in a
                               lean call (plugin.c, lean_derive) */
-  uint64_t rec;            /* of calls, those recorded (a slot of their own): their
-                              proxy events carry the class (lean_estimate.h) */
+  uint64_t seen;           /* of calls, those not lean whose proxy events carry the
+                              class: recorded, or counted with CP_CLS_BIT (plugin.c;
+                              lean_estimate.h) */
 } cp_gcls_ent;
 _Static_assert(offsetof(cp_gcls_ent, calls) == 0, "a counted memo's class pointer is its entry's");
 
 /* A Coll/P2p path's table.  A proxy path (ProxyOp, ProxyStep, NetPlugin)
- * has one too, of another meaning: c[k].calls counts its events of
- * recorded calls whose Coll/P2p is of class k (lean_estimate.h), the rest
- * stays 0. */
+ * has one too, of another meaning: c[k].calls counts its events of the
+ * calls seen (above) whose Coll/P2p is of class k (lean_estimate.h), the
+ * rest stays 0. */
 typedef struct cp_gcls { cp_gcls_ent c[CP_GCLS]; } cp_gcls;
 static inline uint64_t cp_gcls_lean(const cp_gcls *g) {
   uint64_t n = 0;

@@ -7,20 +7,20 @@
 
 int cp_lean_estimate(const cp_gcls *a, const cp_gcls *ev, uint64_t ev_calls, uint64_t *est) {
   unsigned ks[CP_GCLS], n = 0;
-  double rs[CP_GCLS];   /* events per recorded call, by class */
+  double rs[CP_GCLS];   /* events per call seen, by class */
   uint64_t lean = 0;
   for (unsigned k = 0; k < CP_GCLS; k++) {
     lean += a->c[k].lean;
-    if (a->c[k].rec) {
+    if (a->c[k].seen) {
       ks[n] = k;
-      rs[n++] = (double)ev->c[k].calls / (double)a->c[k].rec;
+      rs[n++] = (double)ev->c[k].calls / (double)a->c[k].seen;
     }
   }
   if (!lean || !n) return 0;
   double hidden = 0;
   for (unsigned k = 0; k < CP_GCLS; k++) {
     if (!a->c[k].lean) continue;
-    const double r = a->c[k].rec ? (double)ev->c[k].calls / (double)a->c[k].rec : cp_gcls_borrow(k, ks, rs, n);
+    const double r = a->c[k].seen ? (double)ev->c[k].calls / (double)a->c[k].seen : cp_gcls_borrow(k, ks, rs, n);
     hidden += (double)a->c[k].lean * r;
   }
   const double sum = (double)ev_calls + hidden;

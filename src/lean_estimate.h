@@ -6,8 +6,8 @@
  * alone: its Coll/P2p is still counted exactly, from its CollApi/P2pApi
  * (plugin.c, lean_derive), but its ProxyOp, ProxyStep and NetPlugin never
  * come.  Their counts are estimated at snapshot time (snapshot.c) from the
- * calls that were not lean: those host sampling timed, and those GPU
- * sampling ran with KernelCh.
+ * calls that were not lean: those host sampling timed, those GPU sampling
+ * ran with KernelCh, and the few counted with NCCL's full mask.
  *
  * One ratio for the whole path (events seen per call seen, times the
  * calls) is biased as soon as a path mixes sizes, since which calls are
@@ -18,21 +18,21 @@
  * the single ratio gave 0.5-0.7 of the ProxySteps.
  *
  * So the events seen are kept as they are, and only the lean calls' are
- * estimated, per log2 size class of the call's Coll/P2p as the GPU
- * estimate is made (gpu_estimate.h).  The Coll/P2p path's table counts
- * per class its lean calls and its recorded calls (a slot of their own);
- * the proxy path's table counts per class its events of recorded calls
- * (the slot carries the class from the Coll/P2p down: pool.h, acls).  A
- * class's events per recorded call, times its lean calls, are its hidden
- * events; a class with lean calls but none recorded borrows its rate as
- * a GPU-time class without samples borrows its mean (cp_gcls_borrow:
- * geometric between the nearest recorded classes, flat beyond them).
- * While lean calls are on, every call that is not lean is recorded
- * (plugin.c, hs_decide), so the rates rest on all the calls seen.  Events
- * of calls only counted (lean calls off for a while: a frozen mask) are
- * seen and exact, and stand in no rate.  Left to the single ratio: PXN
- * proxy events (their call was another process's), and a path whose
- * Coll/P2p has no recorded call.
+ * estimated, per log2 size class of the call's Coll/P2p as the GPU time
+ * estimate is (gpu_estimate.h).  The Coll/P2p path's table counts per
+ * class its lean calls and its calls seen: those not lean whose proxy
+ * events carry the class -- a recorded call's (the slot takes it from the
+ * Coll/P2p down: pool.h, acls), or a call counted while lean calls are on
+ * (a block's first call, one the launch timer wants: its handles carry it,
+ * CP_CLS_BIT in plugin.c).  The proxy path's table counts per class its
+ * events of those calls.  A class's events per call seen, times its lean
+ * calls, are its hidden events; a class with lean calls but none seen
+ * borrows its rate as a GPU-time class without samples borrows its mean
+ * (cp_gcls_borrow: geometric between the nearest classes seen, flat beyond
+ * them).  Events of calls counted while lean calls were off (a frozen
+ * mask) are seen and exact, and stand in no rate.  Left to the single
+ * ratio: PXN proxy events (their call was another process's), and a path
+ * whose Coll/P2p has no call seen.
  *
  * On the ar_net capture's sweep (8 B-1 MiB, most sizes once; 60 seeds,
  * --host-sample 16), ProxySteps: mean 186.6 for 182 (sd 12.6), against
@@ -45,12 +45,12 @@
 #include "gpu_estimate.h"
 
 /* The estimated events of a proxy path over all its anchor's calls.
- *   anchor     the table of the nearest Coll/P2p path above it (lean and
- *              recorded calls per class)
- *   ev         the proxy path's table (events of recorded calls per class)
+ *   anchor     the table of the nearest Coll/P2p path above it (lean calls
+ *              and calls seen, per class)
+ *   ev         the proxy path's table (its events of the calls seen, per class)
  *   ev_calls   the proxy path's events seen, of every call
  * Returns 1 with *est = ev_calls + the lean calls' estimated events, 0
- * when the tables give no estimate: no lean call, or none recorded. */
+ * when the tables give no estimate: no lean call, or none seen. */
 int cp_lean_estimate(const cp_gcls *anchor, const cp_gcls *ev, uint64_t ev_calls, uint64_t *est);
 
 #endif

@@ -1050,7 +1050,7 @@ static __attribute__((noinline)) uint64_t cls_note(cp_thr *t, uint32_t type, uin
                                                    uint64_t bits) {
   if (path == CP_PATH_NONE) return bits;
   if (type & (ncclProfileColl | ncclProfileP2p)) {
-    cp_profile_rec_t(t, path, bytes);
+    cp_profile_seen_t(t, path, bytes);
     return (bits & ~CP_ACLS_BITS) | (uint64_t)(cp_gcls_of(bytes) + 1) << (CP_ACLS_SLOT_SHIFT + 8);
   }
   const unsigned a = (unsigned)(bits >> (CP_ACLS_SLOT_SHIFT + 8)) & 0x3Fu;
@@ -1796,7 +1796,7 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
     }
     if (UNLIKELY(kch) && kch_ok) cp_profile_gpu_t(t, path, ge - gs, 0);
     if (UNLIKELY(acls)) cp_profile_acls_t(t, path, acls - 1);
-    else if (type & (ncclProfileColl | ncclProfileP2p)) cp_profile_rec_t(t, path, bytes);
+    else if (type & (ncclProfileColl | ncclProfileP2p)) cp_profile_seen_t(t, path, bytes);
   }
   CP_PH(CP_PH_T_PROFILE, 0);
   if (UNLIKELY(__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))) cp_capture_stop(h);

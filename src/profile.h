@@ -62,15 +62,16 @@ static inline __attribute__((always_inline)) void cp_profile_stop_t(cp_thr *t, u
   cp_prof_bytes(e, bytes);
   __atomic_store_n(&e->calls, calls + 1, __ATOMIC_RELEASE);
 }
-/* A recorded Coll/P2p of `bytes`, in its size class (lean_estimate.h). */
-static inline void cp_profile_rec_t(cp_thr *t, uint32_t path, uint64_t bytes) {
+/* A Coll/P2p of `bytes` whose proxy events carry its size class (seen,
+ * gpu_estimate.h; lean_estimate.h). */
+static inline void cp_profile_seen_t(cp_thr *t, uint32_t path, uint64_t bytes) {
   cp_prof_ent *e = cp_prof_ent_get(t, path);
   if (!e) return;
   cp_gcls *g = e->cls ? e->cls : cp_prof_cls_slow(e);
-  if (g) cp_inc(&g->c[cp_gcls_of(bytes)].rec, 1);
+  if (g) cp_inc(&g->c[cp_gcls_of(bytes)].seen, 1);
 }
-/* A proxy event of a recorded call whose Coll/P2p is of size class k: the
- * path's table counts it there (gpu_estimate.h, cp_gcls; lean_estimate.h). */
+/* A proxy event of a call whose Coll/P2p is of size class k: the path's
+ * table counts it there (gpu_estimate.h, cp_gcls; lean_estimate.h). */
 static inline void cp_profile_acls_t(cp_thr *t, uint32_t path, unsigned k) {
   cp_prof_ent *e = cp_prof_ent_get(t, path);
   if (!e || k >= CP_GCLS) return;
