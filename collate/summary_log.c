@@ -160,8 +160,9 @@ static void profile(FILE *f, const cp_summary *s) {
   /* lean calls (COLLPROF_LEAN): NCCL sent the API events alone */
   if (unseen)
     fprintf(f, "Lean calls (COLLPROF_LEAN): Calls (marked ~) and States of %zu paths below Coll/P2p or GroupApi are "
-               "estimates (%" PRIu64 " of their calls unseen: those seen x the Coll/P2p's or GroupApi's calls / "
-               "its calls not lean); GroupApi, CollApi, P2pApi, Coll and P2p calls are exact\n", cest, unseen);
+               "estimates (%" PRIu64 " of their calls unseen: proxy events per call seen of each size class x "
+               "the class's lean calls; KernelLaunch and Group those seen x the GroupApi's calls / its calls "
+               "not lean); GroupApi, CollApi, P2pApi, Coll and P2p calls are exact\n", cest, unseen);
   fputc('\n', f);
   gpu_table(f, s, pw);
 
