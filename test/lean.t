@@ -22,7 +22,7 @@ CHK=(python3 "$TOP/test/lean_check.py")
 replay() { # OUT HOST_SAMPLE LEAN CAPTURE...
   local out=$1 n=$2 lean=$3; shift 3
   rm -rf "$out"
-  COLLPROF_HOST_SAMPLE=$n COLLPROF_HOST_SAMPLE_US=100 COLLPROF_LEAN=$lean COLLPROF_OUTPUT_DIR="$out" \
+  COLLPROF_HOST_SAMPLE=$n COLLPROF_HOST_SAMPLE_US=${HS_US:-100} COLLPROF_LEAN=$lean COLLPROF_OUTPUT_DIR="$out" \
     COLLPROF_QUIET=1 "$REPLAY" --no-mpi --plugin "$PLUGIN" "$@" >"$out.log" 2>&1
 }
 dropped() { grep -o 'dropped by mask [0-9]*' "$1" | awk '{print $4}'; }
@@ -74,7 +74,9 @@ if [ -s "$cap" ]; then
   replay "$T/mix.ref" 1 0 "$T/mix.jsonl"
   for s in 1 2 3; do
     for n in 16 auto; do
-      COLLPROF_SAMPLE_SEED=$s replay "$T/mix.$n.$s" $n 1 "$T/mix.jsonl"
+      # auto with 1 s of time per block: blocks of 64 (host_sample.t), on
+      # any machine (with 100 us a sanitizer build's slow calls time all)
+      COLLPROF_SAMPLE_SEED=$s HS_US=1000000 replay "$T/mix.$n.$s" $n 1 "$T/mix.jsonl"
       "${CHK[@]}" "$T/mix.ref" "$T/mix.$n.$s" "8 B/1 MiB loop, host sample $n, seed $s" --some-lean --tol 0.01 >"$T/chk" 2>&1
       tap_from_checker "$T/chk"
     done
