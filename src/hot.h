@@ -33,8 +33,8 @@ typedef struct cp_hot_words {
   int defer_on;                  /* proxy_defer.c: COLLPROF_PROXY_DEFER (cp_defer_on),
                                     read at every start */
   atomic_int lean_live;          /* mask_control.c: lean calls are on and the mask
-                                    not frozen: a call that is not lean has its
-                                    Coll/P2p recorded (plugin.c, hs_decide) */
+                                    not frozen: a counted call that is not lean
+                                    carries CP_CLS_BIT (plugin.c, hs_decide) */
   atomic_int fini_any;           /* plugin.c: some communicator was finalized; until
                                     then the fast paths need not read their pool's
                                     own flag (a line a counted stop or state

@@ -83,8 +83,9 @@ static void scale_untimed(collprof_path_stat *p) {
  * one ratio: the path's counts scaled by its anchor's calls over the
  * anchor's calls that were not lean -- the GroupApi root (this process's
  * lean calls, counted at their GroupApi) for KernelLaunch and Group, whose
- * number per call does not depend on its size; for a proxy path without
- * an event of known class, its Coll/P2p; for a proxy event with no
+ * number per call does not depend on its size; for a proxy path whose
+ * Coll/P2p has no call seen (cp_lean_estimate), that Coll/P2p; for a
+ * proxy event with no
  * Coll/P2p above it (PXN: its call was another process's, whose lean
  * calls were decided there) all this process's Coll/P2p together, as the
  * nearest stand-in for its peers' in a job whose ranks run the same loop.
