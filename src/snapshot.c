@@ -85,10 +85,10 @@ static void scale_untimed(collprof_path_stat *p) {
  * lean calls, counted at their GroupApi) for KernelLaunch and Group, whose
  * number per call does not depend on its size; for a proxy path whose
  * Coll/P2p has no call seen (cp_lean_estimate), that Coll/P2p; for a
- * proxy event with no
- * Coll/P2p above it (PXN: its call was another process's, whose lean
- * calls were decided there) all this process's Coll/P2p together, as the
- * nearest stand-in for its peers' in a job whose ranks run the same loop.
+ * proxy event with no Coll/P2p above it (PXN: its call was another
+ * process's, whose lean calls were decided there) all this process's
+ * Coll/P2p together, as the nearest stand-in for its peers' in a job
+ * whose ranks run the same loop.
  * KernelCh are GPU samples, taken in calls that are never lean: left as
  * they are. */
 static void scale_to(collprof_path_stat *p, uint64_t est) {
