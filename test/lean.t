@@ -49,7 +49,7 @@ done
 
 # the seed: the same seed draws the same calls (the same counts), other
 # seeds other calls, and on a size sweep (most sizes once: the rates of
-# sizes with no call recorded are borrowed, src/lean_estimate.h) the
+# sizes with no call seen are borrowed, src/lean_estimate.h) the
 # estimate's bias and spread are small: its mean over 16 seeds near the
 # reference's calls (+2.5% over 60 seeds: README, "Lean calls"), every seed
 # within 25%
