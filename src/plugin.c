@@ -607,10 +607,10 @@ typedef struct plink {
  * and the types whose slot carries that class (pool.h, acls). */
 #define CP_PROXY_TYPES (ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileNetPlugin)
 #define CP_ACLS_TYPES (ncclProfileColl | ncclProfileP2p | CP_PROXY_TYPES)
-/* The class a parent passes down, by its path's type: another type's
- * slot holds a stale one. */
-static inline uint32_t parent_acls(uint32_t ppath, uint32_t acls) {
-  return cp_path_valid_i(ppath) && (cp_path_type(ppath) & CP_ACLS_TYPES) ? acls : 0;
+/* The class a parent passes down, by its type (ptype: NCCL's type bit,
+ * flag bits allowed): another type's slot holds a stale one. */
+static inline uint32_t parent_acls(uint32_t ptype, uint32_t acls) {
+  return (ptype & CP_ACLS_TYPES) ? acls : 0;
 }
 
 /* Only a KernelCh links to a parent that has stopped: a stopped parent's
@@ -624,7 +624,7 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
   const uint32_t ls = cp_slot_local(pf->slot);
   cp_slot *ps = cp_pool_slot(pp, ls);
   if (!ps || (cp_slot_key(ps) & ~CP_KEY_LIVE) != ((uint64_t)pf->gen | (uint64_t)pf->path << 32)) return;
-  if (UNLIKELY(ax)) l->acls = parent_acls(pf->path, __atomic_load_n(&ps->acls, __ATOMIC_RELAXED));
+  if (UNLIKELY(ax)) l->acls = parent_acls(ps->type, __atomic_load_n(&ps->acls, __ATOMIC_RELAXED));
   l->origin_pid = ps->is_pxn ? ps->origin_pid : 0;   /* the slot's second line: PXN only */
   /* A KernelCh takes over one of the references its Coll/P2p holds for it
    * (pool.h); one beyond them, or of an unsampled call, takes its own. */
@@ -652,7 +652,8 @@ static void link_parent_other(cp_thr *t, cp_pool *pp, const cp_handle_fields *pf
     cp_pool_leave(pp, own);
     return;
   }
-  if (r == 1 && ax) l->acls = parent_acls(pf->path, v.acls);
+  /* (the slot's type is not read without the pool: the path's, the same) */
+  if (r == 1 && ax && cp_path_valid_i(pf->path)) l->acls = parent_acls(cp_path_type(pf->path), v.acls);
   if (r == 0 || (!kch && !v.live)) return;   /* gone, or stopped (link_parent) */
   if (took) l->kc_epoch = v.kc_epoch;
   else {

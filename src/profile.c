@@ -46,7 +46,7 @@ void cp_profile_span(uint32_t path, uint64_t gpu_ns, int first, uint64_t bytes) 
   cp_profile_gpu_t(t, path, gpu_ns, first);
   cp_prof_ent *e = cp_prof_ent_get(t, path);
   if (!e) return;
-  cp_gcls *g = e->cls ? e->cls : cp_prof_cls_slow(e);
+  cp_gcls *g = cp_prof_cls(e);
   if (g) cp_gcls_add_sample(g, bytes, gpu_ns, first);
 }
 

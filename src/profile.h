@@ -34,11 +34,13 @@ static inline cp_prof_ent *cp_prof_ent_get(cp_thr *t, uint32_t path) {
   }
   return cp_prof_ent_slow(t, path);
 }
+/* Entry e's size-class table, made at its first use (NULL: no memory). */
+static inline cp_gcls *cp_prof_cls(cp_prof_ent *e) { return e->cls ? e->cls : cp_prof_cls_slow(e); }
 /* A Coll/P2p's bytes and its size class (0 bytes: counted at estimate time). */
 static inline __attribute__((always_inline)) void cp_prof_bytes(cp_prof_ent *e, uint64_t bytes) {
   if (!bytes) return;
   cp_inc(&e->bytes, bytes);
-  cp_gcls *g = e->cls ? e->cls : cp_prof_cls_slow(e);
+  cp_gcls *g = cp_prof_cls(e);
   if (g) cp_inc(&g->c[cp_gcls_of(bytes)].calls, 1);
 }
 /* min starts at UINT64_MAX (cp_prof_ent_slow), so no first-call test.
@@ -67,7 +69,7 @@ static inline __attribute__((always_inline)) void cp_profile_stop_t(cp_thr *t, u
 static inline void cp_profile_seen_t(cp_thr *t, uint32_t path, uint64_t bytes) {
   cp_prof_ent *e = cp_prof_ent_get(t, path);
   if (!e) return;
-  cp_gcls *g = e->cls ? e->cls : cp_prof_cls_slow(e);
+  cp_gcls *g = cp_prof_cls(e);
   if (g) cp_inc(&g->c[cp_gcls_of(bytes)].seen, 1);
 }
 /* A proxy event of a call whose Coll/P2p is of size class k: the path's
@@ -75,7 +77,7 @@ static inline void cp_profile_seen_t(cp_thr *t, uint32_t path, uint64_t bytes) {
 static inline void cp_profile_acls_t(cp_thr *t, uint32_t path, unsigned k) {
   cp_prof_ent *e = cp_prof_ent_get(t, path);
   if (!e || k >= CP_GCLS) return;
-  cp_gcls *g = e->cls ? e->cls : cp_prof_cls_slow(e);
+  cp_gcls *g = cp_prof_cls(e);
   if (g) cp_inc(&g->c[k].calls, 1);
 }
 /* One event counted without a time (host sampling, plugin.c): its call,
