@@ -10,6 +10,7 @@ void cp_summary_config(cp_summary *out, const cp_rank_data *cfg, int world_size,
   out->world_size = world_size;
   out->hash_bits = hash_bits;
   out->config_rank = -1;
+  out->gpu_sample_delay_ms = -1;
   if (cfg) {
     out->config_rank = cfg->rank;
     snprintf(out->command, sizeof out->command, "%s", cfg->command ? cfg->command : "");
@@ -17,6 +18,7 @@ void cp_summary_config(cp_summary *out, const cp_rank_data *cfg, int world_size,
     out->gpu_sample = cfg->gpu_sample;
     out->gpu_sample_small = cfg->gpu_sample_small;
     out->gpu_sample_small_bytes = cfg->gpu_sample_small_bytes;
+    out->gpu_sample_delay_ms = cfg->gpu_sample_delay_ms;
     out->trace_on = cfg->trace_on;
     snprintf(out->periods, sizeof out->periods, "%s", cfg->periods);
     snprintf(out->windows, sizeof out->windows, "%s", cfg->windows);

@@ -159,6 +159,8 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
           s->config_rank, s->event_mask, s->gpu_sample, s->gpu_sample_small, s->gpu_sample_small_bytes,
           s->trace_on ? "true" : "false");
   cp_json_str(f, s->periods);
+  if (s->gpu_sample_delay_ms >= 0) fprintf(f, ",\"gpuSampleDelayMs\":%d", s->gpu_sample_delay_ms);
+  else fprintf(f, ",\"gpuSampleDelayMs\":null");
   fprintf(f, ",\"windows\":");
   cp_json_str(f, s->windows);
   fprintf(f, ",\"perEventCostNs\":"); num(f, s->per_event_cost_ns);

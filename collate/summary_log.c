@@ -289,6 +289,11 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   char rule[128];
   cp_gpu_rule_text(s->gpu_sample, s->gpu_sample_small, s->gpu_sample_small_bytes, rule, sizeof rule);
   fprintf(f, "  GPU sampling:                 %s\n", rule);
+  if (s->gpu_sample_delay_ms > 0 && s->gpu_sample >= 2)
+    fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: %d (no sample before %d ms after the first NCCL call)\n",
+            s->gpu_sample_delay_ms, s->gpu_sample_delay_ms);
+  else if (s->gpu_sample_delay_ms >= 0)
+    fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: %d (no delay)\n", s->gpu_sample_delay_ms);
   fprintf(f, "  COLLPROF_TRACE:               %d\n", s->trace_on);
   fprintf(f, "  COLLPROF_PERIODS:             %s\n", s->periods);
   fprintf(f, "  Profiled windows [s]:         %s\n", s->windows[0] ? s->windows : "all the time");

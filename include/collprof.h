@@ -158,6 +158,8 @@ typedef struct collprof_snapshot {
   int gpu_sample_small;            /* API calls under gpu_sample_small_bytes: KernelCh
                                       on one in gpu_sample x this (1: as the rest) */
   uint64_t gpu_sample_small_bytes; /* 0: no call counts as small */
+  uint32_t gpu_sample_delay_ms;    /* no KernelCh sample in the first this many ms
+                                      (COLLPROF_GPU_SAMPLE_DELAY_MS) */
   /* tables */
   size_t npaths;
   collprof_path_stat *paths;       /* indexed by local_id */

@@ -24,11 +24,14 @@ MPIRUN=(mpirun --oversubscribe --bind-to none --mca btl self,vader
 [ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
 
 rm -rf "$OUT"
-echo "== mpirun -np 4 collprof -o $OUT --host-sample 1 -- collprof-replay share/fixtures/ag4_net/p*.jsonl"
+echo "== COLLPROF_GPU_SAMPLE_DELAY_MS=0 mpirun -np 4 collprof -o $OUT --host-sample 1 -- collprof-replay share/fixtures/ag4_net/p*.jsonl"
 # --host-sample 1: the replay issues the capture's calls microseconds apart,
 # far faster than the GPUs did, so the default (auto) would time and trace
-# one in 64 of them; the demo keeps every call in the trace.
-"${MPIRUN[@]}" -np 4 "$BIN/collprof" -o "$OUT" --host-sample 1 -- "$BIN/collprof-replay" "$FIXDIR"/p*.jsonl
+# one in 64 of them; the demo keeps every call in the trace.  For the same
+# reason GPU sampling starts at once: the whole replay takes less than the
+# default start delay (COLLPROF_GPU_SAMPLE_DELAY_MS, 100 ms), in which no
+# KernelCh is sampled.
+COLLPROF_GPU_SAMPLE_DELAY_MS=0 "${MPIRUN[@]}" -np 4 "$BIN/collprof" -o "$OUT" --host-sample 1 -- "$BIN/collprof-replay" "$FIXDIR"/p*.jsonl
 
 echo "== collprof-collate $OUT --chrome ... --folded ... --html ..."
 # --no-summary keeps the online summary (its collation section describes

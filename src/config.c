@@ -247,6 +247,9 @@ static void load(cp_config *c) {
    * stand for its calls alike (mask_control.c, "Small calls") */
   while (v & (v - 1)) v += v & -v;
   c->gpu_sample_small_bytes = v;
+  v = 100;
+  get_num("COLLPROF_GPU_SAMPLE_DELAY_MS", 0, 3600000, &v);
+  c->gpu_sample_delay_ms = (uint32_t)v;
 
   c->trace_on = 1;
   get_bool("COLLPROF_TRACE", &c->trace_on);

@@ -51,6 +51,9 @@ typedef struct cp_config {
   uint64_t gpu_sample_small_bytes; /* COLLPROF_GPU_SAMPLE_SMALL_BYTES (default
                                1 MiB, rounded up to a power of two; 0: no call
                                is small) */
+  uint32_t gpu_sample_delay_ms; /* COLLPROF_GPU_SAMPLE_DELAY_MS (default 100): no
+                               KernelCh sample until this long after the first
+                               call's group stop (mask_control.c, "Start delay") */
   int lean;                 /* COLLPROF_LEAN (default 1): a call that is only
                                counted asks NCCL for its API events alone
                                (mask_control.c, "Lean calls") */

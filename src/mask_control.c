@@ -100,6 +100,25 @@
  *     such guard: plugin.c then discards spans whose slot may have been
  *     reused (gpuSamplesDropped).
  *
+ * Start delay (COLLPROF_GPU_SAMPLE_DELAY_MS = D, default 100; 0 = none):
+ * with N >= 2, KernelCh stays off (no periodic, forced, first-call or
+ * window sample) until D ms after the first thread's first outermost
+ * group stop; until then every decision is "off" and no path is marked
+ * as forced, so each path seen meanwhile forces its sample at its first
+ * call after.  Why: a second calling thread freezes the mask as it finds
+ * it (below), and programs that run NCCL on several threads (nccl-tests
+ * -t, one thread per GPU) start them together, 3.4 ms apart in the
+ * ar4_threads capture.  Without the delay that thread found KernelCh on
+ * nearly always (the first call is a sample, and each new path forces
+ * one), so the whole run then had KernelCh on every call, the cost that
+ * sampling exists to avoid (up to 4x for 128 KiB-2 MiB all-reduces on 2
+ * H200s); with it such a process freezes with KernelCh off and keeps its
+ * launch samples' GPU times (launch_timer.h).  Measured from the first
+ * thread's first group start: threads whose ranks share a communicator
+ * start their first calls before that first call can end (it sets up the
+ * connections, with them), and others that start within D are covered.
+ * The price for one thread: no KernelCh sample in its first D ms.
+ *
  * Lean calls (COLLPROF_LEAN=1): a call that host sampling only counts
  * (plugin.c, "Host sampling") and that runs without KernelCh needs no
  * event below its CollApi/P2pApi: each Coll/P2p is one per CollApi/P2pApi,
@@ -200,6 +219,9 @@ static uint32_t g_lean_mask;          /* what a lean call asks for (header, "Lea
 static atomic_int g_next_lean;        /* the next call is lean (when KernelCh is off) */
 static _Atomic uint64_t g_forced[FORCE_CAP / 64]; /* paths that will not force: forced, or GPU-seen */
 static atomic_uint_fast64_t g_forced_total;
+static atomic_int g_start_delay;       /* the start delay is running (header) */
+static uint64_t g_delay_ns;           /* D in ns */
+static uint64_t g_delay_end;          /* when it ends (cp_clock_now): set at the first group start */
 
 /* One sample in flight (header): KernelCh events still due, and the epoch
  * that a reset after GATE_STALL_NS without progress starts anew. */
@@ -314,7 +336,8 @@ static uint32_t effective(void) {
   if (atomic_load(&g_frozen)) return g_base;   /* frozen with KernelCh off */
   int kc = atomic_load_explicit(&g_next_kc, memory_order_relaxed) &&
            !atomic_load_explicit(&g_kc_wait, memory_order_relaxed) &&
-           !atomic_load_explicit(&g_gated, memory_order_relaxed);
+           !atomic_load_explicit(&g_gated, memory_order_relaxed) &&
+           !atomic_load_explicit(&g_start_delay, memory_order_relaxed);
   if (kc) return g_base | KC;
   return atomic_load_explicit(&g_next_lean, memory_order_relaxed) ? g_lean_mask : g_base;
 }
@@ -462,6 +485,12 @@ static void init_once(void) {
   }
   atomic_store(&g_next_kc, g_n >= 1);     /* the first call is sampled */
   atomic_store(&g_next_first, g_n >= 2);  /* ...as a first-call sample (N = 1: all calls are) */
+  g_delay_ns = (uint64_t)c->gpu_sample_delay_ms * 1000000u;
+  if (g_n >= 2 && g_delay_ns) {           /* ...unless the start delay runs (header) */
+    atomic_store(&g_next_kc, 0);
+    atomic_store(&g_next_first, 0);
+    atomic_store(&g_start_delay, 1);
+  }
   g_watch = g_n >= 1 && !g_v4 ? (uint32_t)ncclProfileGroupApi : 0;
   g_t0 = mono_ns();
   g_have_periods = parse_periods(c->periods);
@@ -536,6 +565,12 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes) {
   cp_inc(&t->api_calls, 1);
   if (g_n <= 1) return;   /* N = 1: always on, N = 0: always off (init) */
   if (atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
+  if (__builtin_expect(atomic_load_explicit(&g_start_delay, memory_order_relaxed), 0)) {
+    /* start delay (header): no sample wanted, and no path marked forced */
+    if (atomic_load_explicit(&g_next_kc, memory_order_relaxed)) atomic_store_explicit(&g_next_kc, 0, memory_order_relaxed);
+    if (atomic_load_explicit(&g_next_first, memory_order_relaxed)) atomic_store_explicit(&g_next_first, 0, memory_order_relaxed);
+    return;
+  }
   /* Decided here, published at the group stop (header: never inside a
    * group). */
   int next = periodic_next(t, k, bytes), first = 0;
@@ -588,6 +623,9 @@ HIDDEN void cp_mask_on_group_start(int tid) {
   int first = atomic_load_explicit(&g_group_tid, memory_order_relaxed);
   if (__builtin_expect(first == tid, 1) ||
       (first == 0 && atomic_compare_exchange_strong(&g_group_tid, &first, tid))) {
+    /* first still 0: this is the process's first group start, which
+     * starts the start delay's clock (header) */
+    if (__builtin_expect(first == 0, 0)) g_delay_end = cp_clock_now() + g_delay_ns;
     /* Only the first calling thread counts its groups (a second thread
      * freezes the mask, after which the count is never read), so a plain
      * load and store do, not a locked read-modify-write at every call. */
@@ -635,6 +673,14 @@ static void gate(void) {
     atomic_store_explicit(&g_gated, hold, memory_order_relaxed);
 }
 
+/* The start delay (header) at the first thread's outermost group stops:
+ * it ends at the first one D after its first group start (the next API
+ * call then decides by the rule).  Out of line: it runs only in the first
+ * D ms. */
+static __attribute__((noinline)) void delay_tick(void) {
+  if (cp_clock_now() >= g_delay_end) atomic_store(&g_start_delay, 0);
+}
+
 HIDDEN void cp_mask_on_group_stop(int lean_ok) {
   if (!g_switching || atomic_load_explicit(&g_frozen, memory_order_relaxed)) return;
   /* the first calling thread's stop (cp_mask_on_group_start: no other
@@ -642,6 +688,7 @@ HIDDEN void cp_mask_on_group_stop(int lean_ok) {
   const int open = atomic_load_explicit(&g_open_groups, memory_order_relaxed);
   atomic_store_explicit(&g_open_groups, open - 1, memory_order_relaxed);
   if (open != 1) return;
+  if (__builtin_expect(atomic_load_explicit(&g_start_delay, memory_order_relaxed), 0)) delay_tick();
   if (atomic_load_explicit(&g_kc_wait, memory_order_relaxed)) atomic_store(&g_kc_wait, 0);
   const int lean = g_lean_on && lean_ok;
   if (atomic_load_explicit(&g_next_lean, memory_order_relaxed) != lean)

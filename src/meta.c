@@ -90,6 +90,8 @@ static void build(void) {
   p = jf_u64(p, c->gpu_sample_small);
   p = JF_LIT(p, ",\"gpuSampleSmallBytes\":");
   p = jf_u64(p, c->gpu_sample_small_bytes);
+  p = JF_LIT(p, ",\"gpuSampleDelayMs\":");
+  p = jf_u64(p, c->gpu_sample_delay_ms);
   p = JF_LIT(p, ",\"periods\":");
   p = jf_str(p, c->periods, 768);
   p = JF_LIT(p, ",\"trace\":");

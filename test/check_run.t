@@ -55,6 +55,10 @@ is "$rc $(nfail frozen)" "0 0" "the same drop after the mask froze with KernelCh
 has frozen '^ok .* - rank 0: GPU samples dropped 4 of 20 .* # SKIP mask frozen with KernelCh on' "the drop check says it skipped, and why"
 has frozen '^ok .* - summary.json: mask_frozen "second calling thread: KernelCh on": ranks \[0\] = rank records' \
   "summary.json's mask_frozen lists that rank"
+run koff frozen-kc-off
+is "$rc $(nfail koff)" "0 0" "both ranks frozen with KernelCh off by a second thread before any sample: no check fails"
+has koff '^ok .* - rank 0: Coll AllReduce has GPU time \(0 ns from 0 samples\) # SKIP mask frozen with KernelCh off' \
+  "the GPU time checks say they skipped, and why"
 run every every-call
 is "$rc" 0 "with gpuSample 1 a 20% drop is not held against the run"
 has every '^ok .* # SKIP not 1 call in N >= 2' "the drop check says it skipped, and why"

@@ -15,6 +15,9 @@ calls in a CUDA graph and replayed it 5 times (20 calls).  Defects:
   no-gpu              rank 0's Coll AllReduce path has no GPU time
   drop-20             rank 0 dropped 20% of its GPU samples (gpuSample 16)
   frozen-kc-on        rank 0's mask froze with KernelCh on (second thread)
+  frozen-kc-off       both ranks' masks froze with KernelCh off at their
+                      second thread's first call (the start delay's aim):
+                      no KernelCh sample, no GPU time from KernelCh
   every-call          gpuSample 1 on both ranks
   summary-dropped     summary.json's gpu_samples_dropped off by one
   summary-calls       summary.json's Coll AllReduce calls off by one
@@ -59,6 +62,8 @@ for r in (0, 1):
         frozen = "second calling thread: KernelCh on"
     if r == 1 and "hidden-replays" in defects:
         frozen = "graph capture: KernelCh off"
+    if "frozen-kc-off" in defects:
+        frozen = "NCCL calls from a second thread, KernelCh off"
     paths = []
     pid = 0
     for fn, c in funcs[r].items():
@@ -75,6 +80,8 @@ for r in (0, 1):
         if fn == "AllReduce" and r == 1 and "coll-off-by-one" in defects:
             calls += 1
         gpu, smp = (0, 0) if fn == "AllReduce" and r == 0 and "no-gpu" in defects else (calls * 9000, 7)
+        if "frozen-kc-off" in defects:
+            gpu, smp = 0, 0
         pid += 1
         paths.append({"recordType": "path", "local": pid, "leafType": api_t, "leafFunc": fn, "calls": api,
                       "bytes": 0, "gpu_ns": 0, "gpu_samples": 0})
@@ -93,8 +100,10 @@ for r in (0, 1):
             for k in ("calls", "bytes", "gpu_ns", "gpu_samples"):
                 s[k] += p.get(k, 0)
     every = 1 if "every-call" in defects else 16
-    sampled = 20
+    sampled = 0 if "frozen-kc-off" in defects else 20
     dropped = 4 if r == 0 and ("drop-20" in defects or "frozen-kc-on" in defects or "every-call" in defects) else 1
+    if "frozen-kc-off" in defects:
+        dropped = 0
     rk = {"recordType": "rank", "rank": r, "gpuSample": every, "gpuSampledCalls": sampled,
           "gpuSamplesDropped": dropped, "gpuSamplesDeferred": 2, "gpuSampleGateResets": 0,
           "traceDropped": 0, "badCalls": 0, "maskFrozen": frozen,

@@ -146,4 +146,45 @@ for cw in "mixed.16|1 API call in 16, under 1048576 bytes 1 in 256|16 1048576" \
   is "$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["config"]; print(c["gpuSampleSmall"], c["gpuSampleSmallBytes"])' \
       "$T/$c/summary.json" 2>&1)" "$wj" "$c: summary.json config gpuSampleSmall, gpuSampleSmallBytes = $wj"
 done
+# The start delay (COLLPROF_GPU_SAMPLE_DELAY_MS, src/mask_control.c "Start
+# delay") with its default, 100 ms.  ar4_threads: two application threads
+# whose first calls came 3.4 ms apart; the second thread freezes the mask,
+# which must find KernelCh off (with no delay the first call is a sample
+# and the freeze finds it on: every call then runs with KernelCh).
+# ar_nvlink --timed: one thread whose first call took 3 s (connection
+# set-up), so the delay is over by its second call and sampling goes on.
+frozen_view() {
+  python3 -c 'import glob,json,sys
+for f in glob.glob(sys.argv[1] + "/*.jsonl"):
+    for l in open(f):
+        r = json.loads(l)
+        if r.get("recordType") == "rank": print("%s|%s|%s" % (r.get("maskFrozen"), r.get("gpuSampledCalls"), r.get("gpuSampleDelayMs")))' "$1"
+}
+for dl in default 0; do
+  out=$T/delay.thr.$dl
+  if [ "$dl" = default ]; then
+    env -u COLLPROF_GPU_SAMPLE_DELAY_MS COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 \
+      "$REPLAY" --plugin "$PLUGIN" "$FIX"/ar4_threads/p0.jsonl >"$T/delay.log" 2>&1
+  else
+    COLLPROF_GPU_SAMPLE_DELAY_MS=$dl COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 \
+      "$REPLAY" --plugin "$PLUGIN" "$FIX"/ar4_threads/p0.jsonl >"$T/delay.log" 2>&1
+  fi
+  want="NCCL calls from a second thread, KernelCh off|0|100"
+  [ "$dl" = 0 ] && want="NCCL calls from a second thread, KernelCh on|100|0"
+  is "$(frozen_view "$out")" "$want" "ar4_threads, start delay $dl: maskFrozen|gpuSampledCalls|gpuSampleDelayMs"
+done
+env -u COLLPROF_GPU_SAMPLE_DELAY_MS COLLPROF_OUTPUT_DIR="$T/delay.nv" COLLPROF_QUIET=1 \
+  "$REPLAY" --timed --plugin "$PLUGIN" "$FIX"/ar_nvlink/p0.jsonl >"$T/delay.log" 2>&1
+res=$(frozen_view "$T/delay.nv")
+ok "ar_nvlink --timed, default delay: not frozen, KernelCh sampled once the delay is over ($res)" \
+  python3 -c 'import sys; f, n, d = sys.argv[1].split("|"); sys.exit(not (f == "" and int(n) >= 1 and d == "100"))' "$res"
+if [ -x "$COLLATE" ]; then
+  "$COLLATE" -q "$T/delay.nv" >"$T/collate.log" 2>&1
+  is "$(sed -n 's/^  COLLPROF_GPU_SAMPLE_DELAY_MS: *//p' "$T/delay.nv/summary.log")" \
+    "100 (no sample before 100 ms after the first NCCL call)" "summary.log gives the start delay"
+  is "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["config"]["gpuSampleDelayMs"])' "$T/delay.nv/summary.json" 2>&1)" \
+    "100" "summary.json config gpuSampleDelayMs"
+else
+  skip "no collprof-collate"; skip "no collprof-collate"
+fi
 done_testing

@@ -22,6 +22,8 @@ set -u
 # every call timed, as the figures quoted from this script were measured
 # (collprof's default, COLLPROF_HOST_SAMPLE=auto, would time 1 in 64 here)
 export COLLPROF_HOST_SAMPLE=${COLLPROF_HOST_SAMPLE:-1}
+# no GPU sampling start delay: it would cover the whole of the bench's run
+export COLLPROF_GPU_SAMPLE_DELAY_MS=${COLLPROF_GPU_SAMPLE_DELAY_MS:-0}
 B=$(cd "${1:-${COLLPROF_BUILD:-build}}" && pwd) || exit 2
 N=20000          # calls; the bench adds 2000 warm-up calls
 CHANNELS=2       # KernelCh per call (test/bench/bench_tree.c)

@@ -455,6 +455,84 @@ static void sc_second_thread(void) {
   check(same && g_warnings == 1, "frozen: 100 more calls from both threads leave the mask 0x%x", m);
 }
 
+/* Start delay (COLLPROF_GPU_SAMPLE_DELAY_MS, mask_control.c "Start
+ * delay"): no KernelCh until D ms after the first group start, not even at
+ * attach or on the first call, and no path loses its forced sample to it;
+ * a second thread within D freezes the mask with KernelCh off. */
+static void nap_ms(int ms);
+static void delayed_call(int tid, uint32_t path, int *kc_seen) {
+  int s = (MASK() & KC) != 0;
+  if (s) { *kc_seen = 1; g_seen[path] = 1; }   /* its KernelCh came */
+  cp_mask_on_group_start(tid);
+  cp_mask_on_api_call(path, s, 0);
+  cp_mask_on_group_stop(0);
+  if (MASK() & KC) *kc_seen = 1;
+}
+static void sc_start_delay(void) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_delay_ms = 40;
+  int kc = 0;
+  uint32_t v = cp_mask_attach(&g_mask);
+  check(!(v & KC) && v == (DEFAULT_MASK & 4095u), "delay 40 ms: attach writes the base mask without KernelCh (0x%x)", v);
+  for (uint32_t p = 1; p <= 50; p++) delayed_call(1, p, &kc);
+  check(!kc && cp_mask_sampled_calls() == 0, "delay: 50 calls on 50 new paths within it, KernelCh never on");
+  nap_ms(60);
+  delayed_call(1, 1, &kc);   /* the first group stop after D ends it */
+  check(!kc, "delay: the call that ends it is not sampled, nor is the next one published yet");
+  /* each path called twice in a row: its first call forces the second,
+   * unless it has its sample already, which it cannot have lost to the
+   * delay (no path was marked as forced during it) */
+  int first_on = -1;
+  for (uint32_t p = 1; p <= 50; p++)
+    for (int twice = 0; twice < 2; twice++) {
+      int before = kc;
+      delayed_call(1, p, &kc);
+      if (!before && kc && first_on < 0) first_on = (int)(2 * (p - 1) + twice);
+    }
+  check(first_on >= 0 && first_on <= 1, "delay over: KernelCh on within 2 calls (a forced sample; at call %d)", first_on);
+  int unseen = 0;
+  for (uint32_t p = 1; p <= 50; p++) unseen += !g_seen[p];
+  check(unseen == 0, "delay over: every path seen during the delay gets its forced sample (%d without)", unseen);
+}
+static void sc_start_delay_threads(void) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_delay_ms = 1000;
+  int kc = 0;
+  cp_mask_attach(&g_mask);
+  for (uint32_t k = 0; k < 3; k++) delayed_call(11, 1 + k, &kc);
+  cp_mask_on_group_start(12);
+  check(cp_mask_frozen() && !(MASK() & KC), "delay: a second thread within it, after 3 calls, freezes the mask with KernelCh off");
+  check(strstr(cp_mask_frozen_text(), "KernelCh off") != NULL, "delay: frozen text \"%s\"", cp_mask_frozen_text());
+}
+/* Threads whose ranks share a communicator: the second starts its first
+ * call while the first thread's first call (connection set-up, with it)
+ * is still inside its group. */
+static void first_call_overlap(void) {
+  cp_mask_attach(&g_mask);
+  cp_mask_on_group_start(11);
+  cp_mask_on_api_call(1, (MASK() & KC) != 0, 0);
+  cp_mask_on_group_start(12);
+}
+static void sc_delay_overlap(void) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_delay_ms = 1000;
+  first_call_overlap();
+  check(cp_mask_frozen() && !(MASK() & KC), "delay: a second thread inside the first call freezes KernelCh off");
+}
+static void sc_no_delay_overlap(void) {
+  config(DEFAULT_MASK, 16, "");   /* delay 0: the first call is a sample */
+  first_call_overlap();
+  check(cp_mask_frozen() && (MASK() & KC), "no delay: the same freezes KernelCh on (the bias the delay removes)");
+}
+static void sc_delay_n1(void) {
+  config(DEFAULT_MASK, 1, "");
+  g_cfg.gpu_sample_delay_ms = 1000;
+  uint32_t v = cp_mask_attach(&g_mask);
+  int kc = 0, all = 1;
+  for (uint32_t k = 0; k < 5; k++) { delayed_call(1, 1, &kc); all &= (MASK() & KC) != 0; }
+  check((v & KC) && all, "N=1 ignores the delay: KernelCh on from attach");
+}
+
 /* Lean calls (COLLPROF_LEAN, mask_control.c "Lean calls"): a group stop
  * told lean_ok publishes GroupApi|CollApi|P2pApi|ProxyCtrl for the next
  * call unless KernelCh is wanted, never inside a group, never once frozen
@@ -1027,6 +1105,11 @@ int main(void) {
   run(sc_full_never, 0);
   run(sc_group_hold, 0);
   run(sc_second_thread, 0);
+  run(sc_start_delay, 0);
+  run(sc_start_delay_threads, 0);
+  run(sc_delay_overlap, 0);
+  run(sc_no_delay_overlap, 0);
+  run(sc_delay_n1, 0);
   run(sc_lean, 0);
   run(sc_lean_off, 0);
   run(sc_lean_n0, 0);

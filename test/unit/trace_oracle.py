@@ -34,7 +34,7 @@ STATES = {8: "ProxyStepSendGPUWait", 9: "ProxyStepSendWait", 10: "ProxyStepRecvW
 META_KEYS = ["recordType", "tool", "version", "pid", "host", "wallTime", "wallNs", "ts",
              "eventMask", "config", "command"]
 RANK_KEYS = ["recordType", "rank", "worldSize", "pid", "host", "startWall", "startTs", "endTs",
-             "eventMask", "gpuSample", "gpuSampleSmall", "gpuSampleSmallBytes", "traceOn", "ncclVersion", "periods", "windows", "maskFrozen", "eventsRecorded",
+             "eventMask", "gpuSample", "gpuSampleSmall", "gpuSampleSmallBytes", "gpuSampleDelayMs", "traceOn", "ncclVersion", "periods", "windows", "maskFrozen", "eventsRecorded",
              "eventsCounted", "eventsPxn", "unterminated", "blacklistEvictions", "unknownParent", "traceDropped",
              "badCalls", "gpuSampledCalls", "gpuSamplesDropped", "gpuSamplesDeferred", "gpuSampleGateResets",
              "gpuLaunchesTimed", "gpuLaunchesUnattributed", "gpuLaunchesSkipped", "gpuLaunchesUnread", "gpuLaunchesIdle", "memoryBytes",
@@ -85,7 +85,7 @@ def check_meta(m):
     if not m["wallTime"].endswith("Z") or "T" not in m["wallTime"]:
         bad("meta wallTime %s" % m["wallTime"])
     for k in ["eventMask", "gpuSample", "periods", "trace", "capture", "quiet", "poolSize",
-              "blacklistCap", "traceBuffer", "traceNice", "launchSample", "launchIntervalUs", "launchRun", "gpuSampleUs", "gpuSampleSmall", "gpuSampleSmallBytes",
+              "blacklistCap", "traceBuffer", "traceNice", "launchSample", "launchIntervalUs", "launchRun", "gpuSampleUs", "gpuSampleSmall", "gpuSampleSmallBytes", "gpuSampleDelayMs",
               "launchRunGapUs", "launchMinBytes", "outputDir"]:
         if k not in m["config"]:
             bad("meta config lacks %s" % k)
