@@ -53,7 +53,7 @@ typedef struct cp_config {
                                is small) */
   uint32_t gpu_sample_delay_ms; /* COLLPROF_GPU_SAMPLE_DELAY_MS (default 100): no
                                KernelCh sample until this long after the first
-                               call's group stop (mask_control.c, "Start delay") */
+                               call's group start (mask_control.c, "Start delay") */
   int lean;                 /* COLLPROF_LEAN (default 1): a call that is only
                                counted asks NCCL for its API events alone
                                (mask_control.c, "Lean calls") */

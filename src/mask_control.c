@@ -10,7 +10,8 @@
  *   - N == 1: KernelCh always.
  *   - N >= 2: calls fall in blocks of N (block b = k / N).  Exactly one call
  *     per block is a periodic sample, at position p(b) = 0 for b = 0 (the
- *     very first call is sampled: the mask at attach has KernelCh) and
+ *     very first call is sampled: the mask at attach has KernelCh; not
+ *     while the start delay below runs, which is the default) and
  *     p(b) = splitmix64(b) % N after.  A fixed position (k % N == 0) would
  *     alias with loops: in a loop of 2 collectives with N = 16 only the
  *     first would ever be sampled.  The pseudo-random position keeps the
@@ -102,8 +103,9 @@
  *
  * Start delay (COLLPROF_GPU_SAMPLE_DELAY_MS = D, default 100; 0 = none):
  * with N >= 2, KernelCh stays off (no periodic, forced, first-call or
- * window sample) until D ms after the first thread's first outermost
- * group stop; until then every decision is "off" and no path is marked
+ * window sample) until the first thread's first outermost group stop D
+ * ms after its first group start; until then every decision is "off"
+ * (attach included) and no path is marked
  * as forced, so each path seen meanwhile forces its sample at its first
  * call after.  Why: a second calling thread freezes the mask as it finds
  * it (below), and programs that run NCCL on several threads (nccl-tests
