@@ -59,6 +59,8 @@ run koff frozen-kc-off
 is "$rc $(nfail koff)" "0 0" "both ranks frozen with KernelCh off by a second thread before any sample: no check fails"
 has koff '^ok .* - rank 0: Coll AllReduce has GPU time \(0 ns from 0 samples\) # SKIP mask frozen with KernelCh off' \
   "the GPU time checks say they skipped, and why"
+has koff '^# rank 1: mask frozen \(NCCL calls from a second thread, KernelCh off\): graph replays give no event' \
+  "... and that rank 1's graph replays give no event (KernelCh off at its capture)"
 run every every-call
 is "$rc" 0 "with gpuSample 1 a 20% drop is not held against the run"
 has every '^ok .* # SKIP not 1 call in N >= 2' "the drop check says it skipped, and why"

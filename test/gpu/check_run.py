@@ -15,7 +15,7 @@ rank<R>.jsonl files and summary.json.  Checks, each printed as ok/not ok:
     the app's calls of F; per rank, calls and bytes of Coll:<F> / P2p:<F>
     paths = the calls NCCL ran (eager + graph replays, the replays only when
     NCCL reports them: not when the rank record's maskFrozen says the
-    capture had KernelCh off; whether a captured call itself gives a Coll
+    mask froze with KernelCh off, at the capture or before it; whether a captured call itself gives a Coll
     event is reported, either is accepted, but one rule must hold for all
     funcs and for all ranks whose mask froze alike: a rank whose capture
     happened on a GPU-sampled call froze with KernelCh on, and NCCL then
@@ -315,7 +315,9 @@ def main():
         else:
             check(rk.get("gpuSampledCalls", 0) > 0, what)
         frozen = rk.get("maskFrozen") or ""
-        hidden = "graph capture" in frozen and "KernelCh off" in frozen
+        # KernelCh off at a graph's capture hides its replays, whatever froze
+        # the mask so (a capture, or a second thread: the start delay's case)
+        hidden = "KernelCh off" in frozen
         state = ("KernelCh off" if "KernelCh off" in frozen else
                  "KernelCh on" if "KernelCh on" in frozen else "not frozen")
         if frozen:
