@@ -21,7 +21,8 @@ static const char *vars[] = {"NCCL_PROFILE_EVENT_MASK", "COLLPROF_GPU_SAMPLE", "
                              "COLLPROF_TRACE_NICE",
                              "COLLPROF_HOST_SAMPLE", "COLLPROF_HOST_SAMPLE_US", "COLLPROF_START_PAUSED",
                              "COLLPROF_GPU_SAMPLE_US", "COLLPROF_GPU_SAMPLE_SMALL",
-                             "COLLPROF_GPU_SAMPLE_SMALL_BYTES", "COLLPROF_LEAN", "COLLPROF_SAMPLE_SEED"};
+                             "COLLPROF_GPU_SAMPLE_SMALL_BYTES", "COLLPROF_LEAN", "COLLPROF_SAMPLE_SEED",
+                             "COLLPROF_GPU_SAMPLE_DELAY_MS"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -78,6 +79,7 @@ int main(void) {
   ok(c->pool_size == 1024 && c->blacklist_cap == 10000000ull && c->trace_buffer == 16384,
      "default sizes");
   ok(c->trace_nice == 10, "default: the trace writer runs at nice 10");
+  ok(c->gpu_sample_delay_ms == 100, "default: no KernelCh sample in the first 100 ms (COLLPROF_GPU_SAMPLE_DELAY_MS)");
   ok(c->periods[0] == 0, "no periods by default");
   ok(c->launch_sample == 64 && c->launch_interval_us == 5000,
      "default: one launch in 64 timed, at least 5 ms apart on average");
@@ -184,6 +186,12 @@ int main(void) {
   ok(!w[0] && c->gpu_sample_small_bytes == 0, "COLLPROF_GPU_SAMPLE_SMALL_BYTES=0: no call is small");
   free(w);
   bad_value("COLLPROF_GPU_SAMPLE_SMALL_BYTES", "big", "1048576");
+  w = reload_with("COLLPROF_GPU_SAMPLE_DELAY_MS", "0");
+  ok(!w[0] && c->gpu_sample_delay_ms == 0, "COLLPROF_GPU_SAMPLE_DELAY_MS=0: no start delay");
+  free(w);
+  bad_value("COLLPROF_GPU_SAMPLE_DELAY_MS", "-5", "100");
+  bad_value("COLLPROF_GPU_SAMPLE_DELAY_MS", "3600001", "100");
+  ok(c->gpu_sample_delay_ms == 100, "bad COLLPROF_GPU_SAMPLE_DELAY_MS falls back to 100");
   ok(c->start_paused == 0, "bad COLLPROF_START_PAUSED falls back to 0");
   bad_value("COLLPROF_HOST_SAMPLE_US", "soon", "1000");
   ok(c->host_sample_us == 1000, "bad COLLPROF_HOST_SAMPLE_US falls back to 1000");
