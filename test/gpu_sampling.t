@@ -173,6 +173,14 @@ for dl in default 0; do
   [ "$dl" = 0 ] && want="NCCL calls from a second thread, KernelCh on|100|0"
   is "$(frozen_view "$out")" "$want" "ar4_threads, start delay $dl: maskFrozen|gpuSampledCalls|gpuSampleDelayMs"
 done
+if [ -x "$COLLATE" ]; then
+  "$COLLATE" -q "$T/delay.thr.default" >"$T/collate.log" 2>&1
+  ok "ar4_threads, default delay: summary.log names the freeze and what gives KernelCh back" \
+    grep -q 'Event mask frozen on rank 0: NCCL calls from a second thread, KernelCh off (.*--gpu-sample 1 gives both' \
+    "$T/delay.thr.default/summary.log"
+else
+  skip "no collprof-collate"
+fi
 env -u COLLPROF_GPU_SAMPLE_DELAY_MS COLLPROF_OUTPUT_DIR="$T/delay.nv" COLLPROF_QUIET=1 \
   "$REPLAY" --timed --plugin "$PLUGIN" "$FIX"/ar_nvlink/p0.jsonl >"$T/delay.log" 2>&1
 res=$(frozen_view "$T/delay.nv")
