@@ -230,7 +230,8 @@ static void cp_paths_table(FILE *f, const cp_summary *s, const size_t *top, size
 #undef U
     if (st->gpu_samples || st->gpu_ns) {
       snprintf(v, sizeof v, "%.6f", d.gpu_est_ns);
-      snprintf(sh, sizeof sh, "%s%s", d.gpu_exact ? "" : "~", cp_fmt_ns(d.gpu_est_ns, b2, sizeof b2));
+      snprintf(sh, sizeof sh, "%s%s", d.gpu_first_only ? ">" : d.gpu_exact ? "" : "~",
+               cp_fmt_ns(d.gpu_est_ns, b2, sizeof b2));
       cp_num_cell(f, "gpu_est_ns", v, sh);
     } else {
       fputs("<td class=\"n\">-</td>", f);
@@ -342,7 +343,8 @@ int cp_export_html(const cp_run *run, const cp_summary *s, const char *out, size
   fprintf(f, "<h2 id=\"paths\">Top %zu call paths by total time</h2>\n", ntop);
   fputs("<p class=\"note\">Times summed over ranks; min/max/avg are per-rank totals; "
         "imbalance as Vftrace (100&times;largest deviation from the average / average); "
-        "% self of all paths' self time; ~ marks GPU times estimated from samples.</p>\n", f);
+        "% self of all paths' self time; ~ marks GPU times estimated from samples, &gt; the time of "
+        "a path's sampled calls alone (only first-call samples, which hold NCCL's set-up).</p>\n", f);
   cp_paths_table(f, s, order, ntop);
   fputs("<h2 id=\"ranks\">Time per rank of the top paths</h2>\n<p class=\"note\">One bar per "
         "rank: the rank's total time on the path (red: maximum, green: minimum, dashed: "

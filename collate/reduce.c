@@ -35,6 +35,7 @@ static void bandwidth(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
   if (!st->calls || !st->bytes) return;
   int coll = p->leaf_type == 2, p2p = p->leaf_type == 4;
   if (!coll && !p2p) return;
+  if (d->gpu_first_only) return;   /* no time per call to divide by (gpu_estimate) */
   double t = st->gpu_samples ? d->gpu_call_ns : (double)st->total_ns / (double)st->calls;
   if (t <= 0) return;
   double bytes = (double)st->bytes / (double)st->calls;   /* per call and rank */
@@ -70,12 +71,23 @@ void cp_summary_finish(cp_summary *s) {
 
 /* Coll/P2p GPU time from samples (reduce.h): the ranks' size-class
  * estimates, and for the calls they do not cover the mean of every rank's
- * periodic samples. */
+ * periodic samples.  Without a periodic sample on any rank there is no
+ * mean to lend: first-call samples carry NCCL's connection set-up and the
+ * wait for peers (the bundled ag4_net capture: 5.4-5.9 ms first calls,
+ * 0.06-0.7 ms after), and lending theirs made the demo's all-gather 12
+ * times too long (0.78 s against 0.065 s with every call sampled).  So
+ * such a path reports its sampled calls alone. */
 static void gpu_estimate(const cp_pstat *st, cp_gderived *d) {
   const double g = (double)st->gpu_ns;
   uint64_t sf = st->gpu_first_samples, f = st->gpu_first_ns;
   if (sf > st->gpu_samples || f > st->gpu_ns) sf = 0, f = 0;   /* damaged (merge.c drops a rank's) */
   d->gpu_exact = st->gpu_samples >= st->calls;
+  if (!d->gpu_exact && sf == st->gpu_samples) {
+    d->gpu_first_only = 1;
+    d->gpu_est_ns = g;
+    d->gpu_call_ns = g / (double)st->gpu_samples;
+    return;
+  }
   double pooled = sf < st->gpu_samples ? (g - (double)f) / (double)(st->gpu_samples - sf)
                                        : g / (double)st->gpu_samples;
   uint64_t covered = st->gpu_est_calls < st->calls ? st->gpu_est_calls : st->calls;

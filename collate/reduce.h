@@ -20,19 +20,24 @@
  *                   outliers once, each class's periodic mean for its other
  *                   calls); m = the mean of every rank's periodic samples,
  *                   (G - F) / (S - Sf) (G, S: gpu_ns, gpu_samples; F, Sf:
- *                   their first-call part), or G / S when all are first-call
- *                   ones, for the calls no rank's classes cover (a rank
- *                   without a periodic sample of the path; files from before
- *                   size classes: C = Sf, E = F, so F + m x (calls - Sf))
- *   gpu_call_ns   = gpu_est_ns / calls: the GPU time per call behind it
+ *                   their first-call part), for the calls no rank's classes
+ *                   cover (a rank without a periodic sample of the path;
+ *                   files from before size classes: C = Sf, E = F, so
+ *                   F + m x (calls - Sf)); when every sample is a first-call
+ *                   one (Sf = S < calls) there is no m: gpu_est_ns = G, the
+ *                   sampled calls alone (a lower bound), gpu_first_only set
+ *                   (first-call samples hold NCCL's set-up: lent to the other
+ *                   calls they made the bundled demo's all-gather 12x too long)
+ *   gpu_call_ns   = gpu_est_ns / calls: the GPU time per call behind it;
+ *                   gpu_first_only: G / S, the first-call samples' mean
  *   launch_call_ns = Coll/P2p: gpu_launch_ns / gpu_launch_samples, the mean
  *                   GPU time of its timed kernel launches (CUDA events on
  *                   the launch stream, src/launch_timer.h: one call in N,
  *                   systematic, so the mean needs no size classes);
  *                   launch_est_ns = that x calls
  *   algbw/busbw   = Coll/P2p: S / t, x factor, nccl-tests' S and factors
- *                   (ABI doc), t = gpu_call_ns when there are samples, else
- *                   mean host time per call; n = the size of
+ *                   (ABI doc), t = gpu_call_ns when there are samples (none
+ *                   when gpu_first_only), else mean host time per call; n = the size of
  *                   the communicators (agg.bw_nranks; unknown: no Coll bw)
  */
 #ifndef COLLPROF_REDUCE_H

@@ -189,6 +189,9 @@ typedef struct cp_gderived {
                                             KernelCh: gpu_ns; 0 without samples */
   double gpu_call_ns;                    /* Coll/P2p: GPU time per call behind it */
   int gpu_exact;                         /* samples == calls (or KernelCh) */
+  int gpu_first_only;                    /* Coll/P2p, not exact, every sample a first-call
+                                            one: gpu_est_ns is the sampled calls' time alone
+                                            (a lower bound), gpu_call_ns their mean */
   double launch_call_ns;                 /* Coll/P2p with timed launches: their mean */
   double launch_est_ns;                  /* launch_call_ns x calls */
   int bw_valid;                          /* Coll/P2p with bytes and a known n */

@@ -95,6 +95,7 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
     rows[n].i = i; rows[n].est = d.gpu_est_ns > d.launch_est_ns ? d.gpu_est_ns : d.launch_est_ns; n++;
   }
   if (n) {
+    int first_only = 0;   /* a row with first-call samples alone: its line under the table */
     qsort(rows, n, sizeof *rows, gpu_cmp);
     fprintf(f, "GPU time (Coll/P2p, from KernelCh samples; ~ estimated per message-size class,"
                " first-call samples and outliers counted once;\n"
@@ -108,8 +109,11 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
       cp_gderived d; cp_gpath_derive(s, p, &d);
       char kc[2][24], la[24];
       if (p->s.gpu_samples) {
-        snprintf(kc[0], sizeof kc[0], "%s%12.6f", d.gpu_exact ? " " : "~", d.gpu_est_ns / 1e9);
-        snprintf(kc[1], sizeof kc[1], "%13.3f", d.gpu_call_ns / 1e3);
+        /* ">": the sampled calls alone, "f": the first-call samples' mean */
+        snprintf(kc[0], sizeof kc[0], "%s%12.6f", d.gpu_first_only ? ">" : d.gpu_exact ? " " : "~",
+                 d.gpu_est_ns / 1e9);
+        snprintf(kc[1], sizeof kc[1], "%s%12.3f", d.gpu_first_only ? "f" : " ", d.gpu_call_ns / 1e3);
+        first_only |= d.gpu_first_only;
       } else {
         snprintf(kc[0], sizeof kc[0], "%13s", "-");
         snprintf(kc[1], sizeof kc[1], "%13s", "-");
@@ -120,6 +124,10 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
               p->s.calls, p->s.gpu_samples, p->s.gpu_first_samples, p->s.gpu_outliers, kc[0], kc[1],
               p->s.gpu_launch_samples, la, pw, p->path, p->id);
     }
+    if (first_only)
+      fprintf(f, "> f: only first-call samples, which may hold NCCL's connection set-up and waits for peers:\n"
+                 "  GPU[s] is the sampled calls' time alone (the path took at least that), GPU/call their mean;\n"
+                 "  no estimate for the other calls (more samples: --gpu-sample 1, or a longer run)\n");
     fputc('\n', f);
   }
   free(rows);

@@ -105,13 +105,19 @@ for p in s["paths"]:
     if p["leafType"] not in ("ncclProfileColl", "ncclProfileP2p") or not p.get("gpu_samples"):
         continue
     S, Sf, G, F, C = p["gpu_samples"], p["gpu_first_samples"], p["gpu_ns"], p["gpu_first_ns"], p["calls"]
-    pooled = (G - F) / (S - Sf) if S > Sf else G / S
-    est = G if S >= C else p["gpu_class_ns"] + pooled * (C - min(p["gpu_class_calls"], C))
-    per = est / C
+    first_only = Sf == S < C   # no periodic sample: the sampled calls alone, their mean
+    if first_only:
+        est, per = G, G / S
+    else:
+        pooled = (G - F) / (S - Sf) if S > Sf else G / S
+        est = G if S >= C else p["gpu_class_ns"] + pooled * (C - min(p["gpu_class_calls"], C))
+        per = est / C
     if abs(est - p["gpu_est_ns"]) > 1e-6 * max(1, est) or abs(per - p["gpu_call_ns"]) > 1e-6 * max(1, per):
         bad.append("%s: est %s per %s, fields say %s %s" % (p["path"], p["gpu_est_ns"], p["gpu_call_ns"], est, per))
-    want[p["path"]] = (C, S, Sf, p["gpu_outliers"], "~" if not p["gpu_exact"] else " ", "%.6f" % (est / 1e9),
-                       "%.3f" % (per / 1e3))
+    if p.get("gpu_first_only", False) != first_only:
+        bad.append("%s: gpu_first_only %s, samples say %s" % (p["path"], p.get("gpu_first_only"), first_only))
+    want[p["path"]] = (C, S, Sf, p["gpu_outliers"], ">" if first_only else "~" if not p["gpu_exact"] else " ",
+                       "%.6f" % (est / 1e9), ("f" if first_only else "") + "%.3f" % (per / 1e3))
 rows, on = {}, False
 for line in open(sys.argv[2]):
     if line.startswith("GPU time"):
@@ -124,8 +130,8 @@ for line in open(sys.argv[2]):
         g = f[4]
         if not int(f[1]):   # a path with timed launches only (launch_timer.t)
             continue
-        rows[f[8]] = (int(f[0]), int(f[1]), int(f[2]), int(f[3]), "~" if g.startswith("~") else " ", g.lstrip("~ "),
-                      f[5])
+        rows[f[8]] = (int(f[0]), int(f[1]), int(f[2]), int(f[3]), g[0] if g[0] in "~>" else " ", g.lstrip("~> "),
+                      f[5].replace(" ", ""))
 if rows != want:
     bad.append("summary.log GPU table %s != summary.json %s" % (rows, want))
 print("ok %d paths" % len(want) if not bad and want else "; ".join(bad) or "no sampled path")
@@ -134,6 +140,19 @@ PY
   is "$res" "ok $(python3 -c 'import json,sys; print(sum(1 for p in json.load(open(sys.argv[1]))["paths"] if p["leafType"] in ("ncclProfileColl","ncclProfileP2p") and p.get("gpu_samples")))' "$T/$c/summary.json") paths" \
     "$c: summary.json's GPU estimate follows from its fields; summary.log's GPU table agrees"
 done
+# mixed.16's Broadcast and AllGather (and its AllReduce, under one call in
+# 256 below 1 MiB) have their forced first-call samples alone: no periodic
+# mean to lend their other calls, so the summary gives the sampled calls'
+# time, marked (collate/reduce.h, gpu_first_only), as checked above.
+if [ -s "$T/mixed.16/summary.json" ]; then
+  is "$(python3 -c 'import json,sys; print(sorted(p["path"].split(":")[-1] for p in json.load(open(sys.argv[1]))["paths"] if p.get("gpu_first_only")))' \
+      "$T/mixed.16/summary.json" 2>&1)" "['AllGather', 'AllReduce', 'Broadcast']" \
+    "mixed.16: the paths with first-call samples alone are marked gpu_first_only in summary.json"
+  is "$(grep -c '^> f: only first-call samples' "$T/mixed.16/summary.log")" 1 \
+    "mixed.16: summary.log says what > and f mean under the GPU table"
+else
+  skip "mixed.16: no summary"; skip "mixed.16: no summary"
+fi
 # The summary says which rule sampled the GPU: summary.log's configuration
 # and summary.json's config, from the rank records.
 for cw in "mixed.16|1 API call in 16, under 1048576 bytes 1 in 256|16 1048576" \

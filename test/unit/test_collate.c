@@ -150,12 +150,12 @@ int main(void) {
       double want, per;
       double pooled = (double)(G - F) / (double)(S - SF);   /* every rank's periodic mean */
       if (cs == 1) want = (double)G;
-      else if (cs == 2) want = (double)G / (double)S * (double)C;
+      else if (cs == 2) want = (double)G;   /* the sampled calls alone: no periodic mean to lend */
       else if (cs == 5) want = 9150000.0 + 9300000.0 + 5000.0 + pooled * 99;
       else if (cs == 6)   /* rank 1 as a file without estimate: F1 + pooled x (100 - Sf1) */
         want = 9150000.0 + 5000.0 + (double)gv[1].f + pooled * (99 + 100 - (double)gv[1].sf);
       else want = (double)F + pooled * (double)(C - SF);
-      per = want / (double)C;
+      per = cs == 2 ? (double)G / (double)S : want / (double)C;   /* case 2: the first calls' mean */
       if (cs >= 5) {
         snprintf(name, sizeof name, "GPU case %d: size-class parts summed (outliers %" PRIu64 ")", cs,
                  st->gpu_outliers);
@@ -164,7 +164,20 @@ int main(void) {
       snprintf(name, sizeof name, "GPU case %d: estimate %.0f ns (want %.0f), per call %.1f (want %.1f), %s",
                cs, d.gpu_est_ns, want, d.gpu_call_ns, per, d.gpu_exact ? "exact" : "estimate");
       ok(fabs(d.gpu_est_ns - want) < 1e-6 * want && fabs(d.gpu_call_ns - per) < 1e-6 * per &&
-         d.gpu_exact == (cs == 1), name);
+         d.gpu_exact == (cs == 1) && d.gpu_first_only == (cs == 2), name);
+      if (cs == 2) {
+        /* no bandwidth from a first-call mean (it holds NCCL's set-up) */
+        ok(!d.bw_valid, "GPU case 2: only first-call samples: no bandwidth from them");
+        /* summary.log: ">" on the total, "f" on the mean, the line that says why */
+        char tmpl[] = "/tmp/cp_first_only_XXXXXX", buf[8192] = "";
+        const int fd = mkstemp(tmpl);
+        if (fd >= 0) close(fd);
+        FILE *mf = fd >= 0 && cp_write_summary_log(&gsum, tmpl) == 0 ? fopen(tmpl, "r") : NULL;
+        if (mf) { buf[fread(buf, 1, sizeof buf - 1, mf)] = 0; fclose(mf); }
+        if (fd >= 0) unlink(tmpl);
+        ok(strstr(buf, ">    0.") && strstr(buf, "| f ") && strstr(buf, "> f: only first-call samples"),
+           "GPU case 2: summary.log marks the sampled calls' time > and their mean f, and says why");
+      }
       if (cs == 0) {
         double plain = (double)G / (double)S * (double)C;   /* what mean x calls would say */
         snprintf(name, sizeof name, "GPU case 0: the two first calls count once (%.0f ns), not ~%.0fx (%.0f ns)",
