@@ -236,7 +236,11 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
     fprintf(f, "NCCL version:     %d.%d.%d (%d)\n", s->agg.nccl_version / 10000,
             s->agg.nccl_version / 100 % 100, s->agg.nccl_version % 100, s->agg.nccl_version);
   else fprintf(f, "NCCL version:     unknown\n");
-  fprintf(f, "Event mask:       0x%x %s\n\n", s->event_mask, mask);
+  /* KernelCh is GPU sampling's (the rule below, under Configuration), not the base mask's */
+  fprintf(f, "Event mask:       0x%x %s%s\n\n", s->event_mask, mask,
+          s->gpu_sample <= 0 ? ((s->event_mask & 64u) ? "; KernelCh never (GPU sampling off)" : "")
+          : s->gpu_sample == 1 ? "; KernelCh on every API call (GPU sampling)"
+                               : "; KernelCh on sampled API calls (GPU sampling)");
 
   fprintf(f, "Run summary\n");
   fprintf(f, "  Runtime [s]:                  %.6f (longest rank: %d)\n", sec(s->agg.runtime_max_ns),
@@ -303,8 +307,10 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   if (s->gpu_sample_delay_ms > 0 && s->gpu_sample >= 2)
     fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: %d (no sample before %d ms after the first NCCL call)\n",
             s->gpu_sample_delay_ms, s->gpu_sample_delay_ms);
-  else if (s->gpu_sample_delay_ms >= 0)
-    fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: %d (no delay)\n", s->gpu_sample_delay_ms);
+  else if (s->gpu_sample_delay_ms >= 0)   /* 0, or not in use: N = 1 ignores it, N = 0 samples nothing */
+    fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: %d (%s)\n", s->gpu_sample_delay_ms,
+            s->gpu_sample_delay_ms == 0 ? "no delay" : s->gpu_sample == 1 ? "not used: every API call sampled"
+                                                                         : "not used: no GPU sampling");
   fprintf(f, "  COLLPROF_TRACE:               %d\n", s->trace_on);
   fprintf(f, "  COLLPROF_PERIODS:             %s\n", s->periods);
   fprintf(f, "  Profiled windows [s]:         %s\n", s->windows[0] ? s->windows : "all the time");

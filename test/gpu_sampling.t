@@ -159,9 +159,12 @@ for cw in "mixed.16|1 API call in 16, under 1048576 bytes 1 in 256|16 1048576" \
           "ar_nvlink.4_1|1 API call in 4|1 1048576" "sendrecv.2_2_512|1 API call in 2, under 512 bytes 1 in 4|2 512" \
           "ar_grouped.1|every API call|16 1048576"; do
   IFS='|' read -r c want wj <<<"$cw"
-  if [ ! -x "$COLLATE" ] || [ ! -d "$T/$c" ]; then skip "$c: no collprof-collate or no run"; skip "$c"; continue; fi
+  if [ ! -x "$COLLATE" ] || [ ! -d "$T/$c" ]; then skip "$c: no collprof-collate or no run"; skip "$c"; skip "$c"; continue; fi
   [ -s "$T/$c/summary.log" ] || "$COLLATE" -q "$T/$c" >"$T/collate.log" 2>&1
   is "$(sed -n 's/^  GPU sampling: *//p' "$T/$c/summary.log")" "$want" "$c: summary.log says the GPU sampling rule: $want"
+  kcw="on sampled API calls"; [ "$want" != "every API call" ] || kcw="on every API call"
+  is "$(sed -n 's/^Event mask: .*; KernelCh //p' "$T/$c/summary.log")" "$kcw (GPU sampling)" \
+    "$c: summary.log's event mask line says when KernelCh was on: $kcw"
   is "$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["config"]; print(c["gpuSampleSmall"], c["gpuSampleSmallBytes"])' \
       "$T/$c/summary.json" 2>&1)" "$wj" "$c: summary.json config gpuSampleSmall, gpuSampleSmallBytes = $wj"
 done
@@ -209,9 +212,15 @@ if [ -x "$COLLATE" ]; then
   "$COLLATE" -q "$T/delay.nv" >"$T/collate.log" 2>&1
   is "$(sed -n 's/^  COLLPROF_GPU_SAMPLE_DELAY_MS: *//p' "$T/delay.nv/summary.log")" \
     "100 (no sample before 100 ms after the first NCCL call)" "summary.log gives the start delay"
+  # ...and says it is not used where N = 1 ignores it
+  COLLPROF_GPU_SAMPLE_DELAY_MS=100 COLLPROF_GPU_SAMPLE=1 COLLPROF_OUTPUT_DIR="$T/delay.n1" COLLPROF_QUIET=1 \
+    "$REPLAY" --no-mpi --plugin "$PLUGIN" "$FIX"/ar_nvlink/p0.jsonl >"$T/delay.log" 2>&1
+  "$COLLATE" -q "$T/delay.n1" >"$T/collate.log" 2>&1
+  is "$(sed -n 's/^  COLLPROF_GPU_SAMPLE_DELAY_MS: *//p' "$T/delay.n1/summary.log")" \
+    "100 (not used: every API call sampled)" "summary.log: the start delay is not used with --gpu-sample 1"
   is "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["config"]["gpuSampleDelayMs"])' "$T/delay.nv/summary.json" 2>&1)" \
     "100" "summary.json config gpuSampleDelayMs"
 else
-  skip "no collprof-collate"; skip "no collprof-collate"
+  skip "no collprof-collate"; skip "no collprof-collate"; skip "no collprof-collate"
 fi
 done_testing
