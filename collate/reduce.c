@@ -35,8 +35,12 @@ static void bandwidth(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
   if (!st->calls || !st->bytes) return;
   int coll = p->leaf_type == 2, p2p = p->leaf_type == 4;
   if (!coll && !p2p) return;
-  if (d->gpu_first_only) return;   /* no time per call to divide by (gpu_estimate) */
-  double t = st->gpu_samples ? d->gpu_call_ns : (double)st->total_ns / (double)st->calls;
+  /* GPU time only: a Coll's host time is NCCL's enqueue (about 2 us) unless
+   * KernelCh or proxy events hold it open (ABI doc), so bytes over it gave
+   * terabytes per second where no call was sampled (--gpu-sample 0, a mask
+   * frozen with KernelCh off); nor a first-call mean (gpu_estimate) */
+  if (!st->gpu_samples || d->gpu_first_only) return;
+  double t = d->gpu_call_ns;
   if (t <= 0) return;
   double bytes = (double)st->bytes / (double)st->calls;   /* per call and rank */
   double factor = 1;

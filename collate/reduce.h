@@ -36,9 +36,10 @@
  *                   systematic, so the mean needs no size classes);
  *                   launch_est_ns = that x calls
  *   algbw/busbw   = Coll/P2p: S / t, x factor, nccl-tests' S and factors
- *                   (ABI doc), t = gpu_call_ns when there are samples (none
- *                   when gpu_first_only), else mean host time per call; n = the size of
- *                   the communicators (agg.bw_nranks; unknown: no Coll bw)
+ *                   (ABI doc), t = gpu_call_ns; none without KernelCh
+ *                   samples or when gpu_first_only (a Coll's host time is
+ *                   NCCL's enqueue, not the transfer); n = the size of the
+ *                   communicators (agg.bw_nranks; unknown: no Coll bw)
  */
 #ifndef COLLPROF_REDUCE_H
 #define COLLPROF_REDUCE_H

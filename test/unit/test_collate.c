@@ -98,6 +98,27 @@ int main(void) {
        "imbalance negative when the minimum is the larger deviation");
     cp_summary_free(&s2); cp_run_free(&r2run);
   }
+  /* Bus bandwidth (collate/reduce.h): nccl-tests' factors over the KernelCh
+   * GPU time per call; none from host time, which for a call without
+   * KernelCh is NCCL's enqueue (2 us here: 1.5 TB/s for 1 MiB). */
+  {
+    cp_summary bs;
+    memset(&bs, 0, sizeof bs);
+    bs.agg.bw_nranks = 4;
+    cp_gpath bp;
+    memset(&bp, 0, sizeof bp);
+    bp.path = "GroupApi/CollApi:AllReduce/Coll:AllReduce"; bp.leaf_func = "AllReduce"; bp.leaf_type = 2;
+    bp.s.calls = 10; bp.s.bytes = 10u << 20; bp.s.total_ns = 10 * 2000; bp.s.nranks = 1;
+    bp.s.gpu_samples = 10; bp.s.gpu_ns = 10 * 100000;   /* every call sampled, 100 us each */
+    cp_gderived d;
+    cp_gpath_derive(&bs, &bp, &d);
+    const double want = (double)(1u << 20) / 100000.0 * 2.0 * 3 / 4;
+    ok(d.bw_valid && fabs(d.busbw_gbs - want) < 1e-9 * want,
+       "bus bandwidth: AllReduce on 4 ranks, 1 MiB in 100 us of KernelCh time: 15.73 GB/s");
+    bp.s.gpu_samples = bp.s.gpu_ns = 0;
+    cp_gpath_derive(&bs, &bp, &d);
+    ok(!d.bw_valid, "bus bandwidth: none without KernelCh samples (not from the 2 us host time)");
+  }
   /* GPU estimate (collate/reduce.h): first-call samples count once, the
    * periodic samples' mean stands for the other calls; sums cross the
    * packed merge.  Per rank: calls, samples, first samples, gpu_ns, first ns. */
