@@ -239,6 +239,7 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   /* KernelCh is GPU sampling's (the rule below, under Configuration), not the base mask's */
   fprintf(f, "Event mask:       0x%x %s%s\n\n", s->event_mask, mask,
           s->gpu_sample <= 0 ? ((s->event_mask & 64u) ? "; KernelCh never (GPU sampling off)" : "")
+          : !s->agg.gpu_sampled_calls ? "; KernelCh on no API call (GPU sampling took none)"
           : s->gpu_sample == 1 ? "; KernelCh on every API call (GPU sampling)"
                                : "; KernelCh on sampled API calls (GPU sampling)");
 

@@ -200,8 +200,10 @@ if [ -x "$COLLATE" ]; then
   ok "ar4_threads, default delay: summary.log names the freeze and what gives KernelCh back" \
     grep -q 'Event mask frozen on rank 0: NCCL calls from a second thread, KernelCh off (.*--gpu-sample 1 gives both' \
     "$T/delay.thr.default/summary.log"
+  is "$(sed -n 's/^Event mask: .*; KernelCh //p' "$T/delay.thr.default/summary.log")" "on no API call (GPU sampling took none)" \
+    "ar4_threads, default delay: summary.log's event mask line says KernelCh was on no call"
 else
-  skip "no collprof-collate"
+  skip "no collprof-collate"; skip "no collprof-collate"
 fi
 env -u COLLPROF_GPU_SAMPLE_DELAY_MS COLLPROF_OUTPUT_DIR="$T/delay.nv" COLLPROF_QUIET=1 \
   "$REPLAY" --timed --plugin "$PLUGIN" "$FIX"/ar_nvlink/p0.jsonl >"$T/delay.log" 2>&1
