@@ -344,7 +344,7 @@ int cp_export_html(const cp_run *run, const cp_summary *s, const char *out, size
   fputs("<p class=\"note\">Times summed over ranks; min/max/avg are per-rank totals; "
         "imbalance as Vftrace (100&times;largest deviation from the average / average); "
         "% self of all paths' self time; ~ marks GPU times estimated from samples, &gt; the time of "
-        "a path's sampled calls alone (only first-call samples, which hold NCCL's set-up).</p>\n", f);
+        "a path's sampled calls alone (only first-call samples, which may hold NCCL's set-up).</p>\n", f);
   cp_paths_table(f, s, order, ntop);
   fputs("<h2 id=\"ranks\">Time per rank of the top paths</h2>\n<p class=\"note\">One bar per "
         "rank: the rank's total time on the path (red: maximum, green: minimum, dashed: "

@@ -76,11 +76,13 @@ void cp_summary_finish(cp_summary *s) {
 /* Coll/P2p GPU time from samples (reduce.h): the ranks' size-class
  * estimates, and for the calls they do not cover the mean of every rank's
  * periodic samples.  Without a periodic sample on any rank there is no
- * mean to lend: first-call samples carry NCCL's connection set-up and the
- * wait for peers (the bundled ag4_net capture: 5.4-5.9 ms first calls,
- * 0.06-0.7 ms after), and lending theirs made the demo's all-gather 12
- * times too long (0.78 s against 0.065 s with every call sampled).  So
- * such a path reports its sampled calls alone. */
+ * mean to lend: a first call is no typical one.  It may carry NCCL's
+ * connection set-up and the wait for peers (the bundled ag4_net capture:
+ * 5.4-5.9 ms first calls, 0.06-0.7 ms after; lending theirs made the
+ * demo's all-gather 12 times too long, 0.78 s against 0.065 s with every
+ * call sampled), or be a sweep's smallest size (gpu_sampling.t's mixed
+ * replay: an 8 B all-reduce's 3.4 us stood for calls averaging 24 us).
+ * So such a path reports its sampled calls alone. */
 static void gpu_estimate(const cp_pstat *st, cp_gderived *d) {
   const double g = (double)st->gpu_ns;
   uint64_t sf = st->gpu_first_samples, f = st->gpu_first_ns;
