@@ -25,6 +25,8 @@ void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank) {
     s->gpu_est_ns = s->gpu_first_ns; s->gpu_est_calls = s->gpu_first_samples;
   }
   s->gpu_launch_ns = p->gpu_launch_ns; s->gpu_launch_samples = p->gpu_launch_samples;
+  /* the calls the launch mean stands for; files from before: all of them */
+  s->gpu_launch_calls = p->has_launch_calls && p->gpu_launch_calls <= p->calls ? p->gpu_launch_calls : p->calls;
   s->untimed_calls = p->untimed_calls;
   s->unseen_calls = p->unseen_calls;
   s->ev_min_ns = p->calls > p->untimed_calls ? p->min_ns : UINT64_MAX;   /* timed events only */
@@ -43,6 +45,7 @@ void cp_pstat_combine(cp_pstat *into, const cp_pstat *from) {
   into->gpu_est_ns += from->gpu_est_ns; into->gpu_est_calls += from->gpu_est_calls;
   into->gpu_outliers += from->gpu_outliers;
   into->gpu_launch_ns += from->gpu_launch_ns; into->gpu_launch_samples += from->gpu_launch_samples;
+  into->gpu_launch_calls += from->gpu_launch_calls;
   into->untimed_calls += from->untimed_calls;
   into->unseen_calls += from->unseen_calls;
   if (from->ev_min_ns < into->ev_min_ns) into->ev_min_ns = from->ev_min_ns;

@@ -79,6 +79,8 @@ static void read_path(json_t *o, cp_path_rec *p) {
   p->gpu_outliers = u64(o, "gpu_outliers");
   p->gpu_launch_ns = u64(o, "gpu_launch_ns");   /* absent without timed launches */
   p->gpu_launch_samples = u64(o, "gpu_launch_samples");
+  p->has_launch_calls = json_object_get(o, "gpu_launch_calls") != NULL;   /* Coll/P2p paths */
+  p->gpu_launch_calls = u64(o, "gpu_launch_calls");
   p->untimed_calls = u64(o, "untimed_calls");   /* absent when every call was timed */
   if (p->untimed_calls > p->calls) p->untimed_calls = p->calls;
   p->unseen_calls = u64(o, "unseen_calls");     /* absent without lean calls */

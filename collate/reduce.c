@@ -122,7 +122,7 @@ void cp_gpath_derive(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
   }
   if (st->gpu_launch_samples) {
     d->launch_call_ns = (double)st->gpu_launch_ns / (double)st->gpu_launch_samples;
-    d->launch_est_ns = d->launch_call_ns * (double)st->calls;
+    d->launch_est_ns = d->launch_call_ns * (double)st->gpu_launch_calls;   /* the calls it stands for */
   }
   bandwidth(s, p, d);
 }

@@ -34,7 +34,9 @@
  *                   GPU time of its timed kernel launches (CUDA events on
  *                   the launch stream, src/launch_timer.h: one call in N,
  *                   systematic, so the mean needs no size classes);
- *                   launch_est_ns = that x calls
+ *                   launch_est_ns = that x gpu_launch_calls, the calls of
+ *                   a size the launch timer times (COLLPROF_LAUNCH_MIN_BYTES
+ *                   or more; files from before: all calls)
  *   algbw/busbw   = Coll/P2p: S / t, x factor, nccl-tests' S and factors
  *                   (ABI doc), t = gpu_call_ns; none without KernelCh
  *                   samples or when gpu_first_only (a Coll's host time is

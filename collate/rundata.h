@@ -44,6 +44,8 @@ typedef struct cp_path_rec {
   uint64_t gpu_est_ns, gpu_est_calls, gpu_outliers;   /* the rank's size-class estimate (collprof.h) */
   int has_est;             /* gpu_est_* present (files from before: absent) */
   uint64_t gpu_launch_ns, gpu_launch_samples;   /* timed kernel launches (collprof.h) */
+  uint64_t gpu_launch_calls;   /* Coll/P2p: calls of a timed launch's size (collprof.h) */
+  int has_launch_calls;        /* gpu_launch_calls present (files from before: absent) */
   uint64_t unterminated;
   uint64_t untimed_calls;  /* of calls, counted without a time (host sampling, collprof.h) */
   uint64_t unseen_calls;   /* of calls, estimated (lean calls, collprof.h) */
@@ -110,6 +112,7 @@ typedef struct cp_pstat {
            gpu_est_ns, gpu_est_calls,    /* ranks' size-class estimates (merge.c) */
            gpu_outliers,
            gpu_launch_ns, gpu_launch_samples,   /* timed kernel launches (collprof.h) */
+           gpu_launch_calls,             /* the calls their mean stands for (merge.c) */
            unterminated,                 /* sums over ranks */
            untimed_calls,                /* calls without a time: total_ns, self_ns
                                             are estimates (collprof.h) */
@@ -193,7 +196,7 @@ typedef struct cp_gderived {
                                             one: gpu_est_ns is the sampled calls' time alone
                                             (a lower bound), gpu_call_ns their mean */
   double launch_call_ns;                 /* Coll/P2p with timed launches: their mean */
-  double launch_est_ns;                  /* launch_call_ns x calls */
+  double launch_est_ns;                  /* launch_call_ns x s.gpu_launch_calls */
   int bw_valid;                          /* Coll/P2p with bytes and a known n */
   double algbw_gbs, busbw_gbs;           /* GB/s = bytes per ns */
 } cp_gderived;

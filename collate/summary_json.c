@@ -148,6 +148,7 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
       num(f, d.launch_call_ns);
       fprintf(f, ",\"gpu_launch_est_ns\":");
       num(f, d.launch_est_ns);
+      fprintf(f, ",\"gpu_launch_calls\":%" PRIu64, st->gpu_launch_calls);
     }
     if (d.bw_valid) {
       fprintf(f, ",\"algbw_gbs\":"); num(f, d.algbw_gbs);

@@ -65,6 +65,10 @@ typedef struct collprof_path_stat {
                              holding this one Coll/P2p; first launches of a
                              thread left out */
   uint64_t gpu_launch_samples; /* the launches in gpu_launch_ns */
+  uint64_t gpu_launch_calls; /* Coll/P2p: its calls of a size the launch timer
+                             times (COLLPROF_LAUNCH_MIN_BYTES or more, by size
+                             class: src/gpu_estimate.h), for which the mean of
+                             gpu_launch_ns stands */
   uint64_t unterminated;  /* started, never stopped (counted at snapshot) */
   uint64_t untimed_calls; /* of calls, those counted without a time (host
                              sampling, COLLPROF_HOST_SAMPLE): total_ns and

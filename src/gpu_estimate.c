@@ -73,6 +73,13 @@ void cp_gcls_fill_unsized(cp_gcls *g, uint64_t calls) {
   g->c[0].calls = calls > held ? calls - held : 0;
 }
 
+uint64_t cp_gcls_calls_from(const cp_gcls *g, uint64_t min_bytes) {
+  uint64_t n = g->c[0].calls;
+  for (unsigned k = 1; k < CP_GCLS; k++)   /* class k: [2^(k-1), 2^k), the last one unbounded */
+    if (k == CP_GCLS - 1 || k >= 64 || (1ull << k) > min_bytes) n += g->c[k].calls;
+  return n;
+}
+
 /* Is class k's lone periodic sample, of mean m, an outlier by its
  * neighbours (gpu_estimate.h)?  ks/ms: every class with a mean, k's too. */
 static int lone_outlier(unsigned k, double m, const unsigned *ks, const double *ms, unsigned n) {

@@ -96,6 +96,13 @@ void cp_gcls_add(cp_gcls *into, const cp_gcls *from);
  * not hold (the hot path counts only calls with bytes). */
 void cp_gcls_fill_unsized(cp_gcls *g, uint64_t calls);
 
+/* The calls of a filled table that may be of min_bytes or more: every
+ * class that holds such sizes counts whole (exact when min_bytes is a power
+ * of two), and class 0 (size unknown) too; min_bytes 0: all.  What the
+ * launch timer (COLLPROF_LAUNCH_MIN_BYTES) may time, so the calls its mean
+ * stands for. */
+uint64_t cp_gcls_calls_from(const cp_gcls *g, uint64_t min_bytes);
+
 /* The rank's estimate of a path from its filled table: *est_ns covers
  * *est_calls of its calls.  *outliers: samples counted once as outliers. */
 void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, uint64_t *outliers);

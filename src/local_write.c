@@ -147,6 +147,8 @@ static void path_records(sbuf *b, const collprof_snapshot *s, const int64_t *gid
     if (p->gpu_launch_samples)   /* launch_timer.h */
       sb_printf(b, ",\"gpu_launch_ns\":%llu,\"gpu_launch_samples\":%llu",
                 (unsigned long long)p->gpu_launch_ns, (unsigned long long)p->gpu_launch_samples);
+    if (p->leaf_type & (ncclProfileColl | ncclProfileP2p))   /* every rank's, for the pooled mean */
+      sb_printf(b, ",\"gpu_launch_calls\":%llu", (unsigned long long)p->gpu_launch_calls);
     sb_printf(b, "}\n");
   }
 }

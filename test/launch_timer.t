@@ -123,8 +123,27 @@ if [ -s "$cap" ]; then
   a=$(view "$T/ar_nvlink.m64k" | python3 -c 'import json,sys; print(json.load(sys.stdin)["timed"])')
   b=$(python3 "$TOP/test/launch_timer_oracle.py" "$cap" 4 | python3 -c 'import json,sys; print(json.load(sys.stdin)["timed"])')
   ok "ar_nvlink: fewer launches timed with the least size ($a) than without ($b), and some" test "$a" -gt 0 -a "$a" -lt "$b"
+  # the launch mean stands for the calls of 64 KiB or more only, not for
+  # every call of the path (summary.json gpu_launch_calls, collate/reduce.h)
+  if [ -x "$BIN/collprof-collate" ]; then
+    "$BIN/collprof-collate" -q "$T/ar_nvlink.m64k" >/dev/null 2>&1
+    big=$(python3 -c 'import json,sys
+n = 0
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r.get("cb") == "start" and r.get("type") == 2 and r["count"] * {"ncclFloat32": 4}[r["datatype"]] >= 65536: n += 1
+print(n)' "$cap")
+    got=$(python3 -c 'import json,sys
+s = json.load(open(sys.argv[1]))
+p = [p for p in s["paths"] if p.get("gpu_launch_samples")][0]
+print(p["gpu_launch_calls"], p["calls"] > p["gpu_launch_calls"], p["gpu_launch_est_ns"] == p["gpu_launch_call_ns"] * p["gpu_launch_calls"])' \
+      "$T/ar_nvlink.m64k/summary.json" 2>&1)
+    is "$got" "$big True True" "ar_nvlink, least size 64 KiB: gpu_launch_calls = the capture's calls of 64 KiB or more ($big), estimate = mean x those"
+  else
+    skip "no collprof-collate"
+  fi
 else
-  skip "no ar_nvlink capture"
+  skip "no ar_nvlink capture"; skip "no ar_nvlink capture"
 fi
 
 # Runs (COLLPROF_LAUNCH_RUN): one event pair around K consecutive launches.

@@ -150,5 +150,21 @@ int main(void) {
     ok(bad_exact == 0, "2000 random tables: all sampled gives the exact sum (%d wrong)", bad_exact);
     ok(bad_bound == 0, "random tables: estimate within [smallest, largest sample] x calls (%d outside)", bad_bound);
   }
+  /* cp_gcls_calls_from: the calls a timed launch's mean stands for */
+  {
+    cp_gcls g;
+    memset(&g, 0, sizeof g);
+    g.c[cp_gcls_of(8)].calls = 5;          /* [8, 16) */
+    g.c[cp_gcls_of(65535)].calls = 7;      /* [32 KiB, 64 KiB) */
+    g.c[cp_gcls_of(65536)].calls = 11;     /* [64 KiB, 128 KiB) */
+    g.c[cp_gcls_of(1u << 30)].calls = 13;  /* [1 GiB, 2 GiB) */
+    g.c[CP_GCLS - 1].calls = 17;           /* the last class, unbounded */
+    cp_gcls_fill_unsized(&g, 5 + 7 + 11 + 13 + 17 + 2);   /* 2 of unknown size */
+    ok(cp_gcls_calls_from(&g, 0) == 55, "calls from 0 bytes: all 55");
+    ok(cp_gcls_calls_from(&g, 65536) == 2 + 11 + 13 + 17, "calls from 64 KiB: the classes from 64 KiB and the unsized (%llu)",
+       (unsigned long long)cp_gcls_calls_from(&g, 65536));
+    ok(cp_gcls_calls_from(&g, 65537) == 2 + 11 + 13 + 17, "calls from 64 KiB + 1: the class holding it counts whole");
+    ok(cp_gcls_calls_from(&g, 1ull << 40) == 2 + 17, "calls from 1 TiB: the unbounded last class and the unsized");
+  }
   return done_testing();
 }
