@@ -50,6 +50,12 @@ done
 "$COLLATE" "$T/ar_nvlink.h4" >/dev/null 2>&1
 "${CHK[@]}" --summary "$T/ar_nvlink.ref" "$T/ar_nvlink.h4" >"$T/chk" 2>&1
 tap_from_checker "$T/chk"
+# the overhead line says what it leaves out only where calls were only counted
+ok "summary.log, 1 call in 4 timed: the overhead line says the counted calls' callbacks are left out" \
+  grep -q 'Estimated overhead .*(recorded events x per-event cost, all ranks; the callbacks of calls only counted not included)$' \
+  "$T/ar_nvlink.h4/summary.log"
+ok "summary.log, every call timed: the overhead line has nothing to leave out" \
+  grep -q 'Estimated overhead .*(recorded events x per-event cost, all ranks)$' "$T/ar_nvlink.ref/summary.log"
 
 # the MPI tree (untimed_calls travels in the merged numbers), 2 ranks
 MPILIB=$LIB/libcollprof-mpi.so
