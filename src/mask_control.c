@@ -66,6 +66,26 @@
  *     KernelCh on (long-run rate at most 2/N), and a path whose forced
  *     sample landed on a different path (a loop) falls back to the periodic
  *     rate.  Paths with ids >= 65536 never force.
+ *   - Class forcing: likewise per size class (gpu_estimate.h: log2 of the
+ *     call's count x datatype size).  When call k is the second of its
+ *     class on its path (the class recurs, so the next call is likely of
+ *     it too), neither it nor the class's first call was sampled, and k+1
+ *     is not a sample anyway (periodic, or the path's forced one, which
+ *     takes its class), call k+1 is sampled -- once per path and class
+ *     (bitmaps per path), within the same budget as above, for paths with
+ *     ids < 4096.  It follows from the calls alone, not from when KernelCh
+ *     arrives, so ranks that make the same calls with the same seed sample
+ *     the same ones; a forced sample that is then skipped (one being in
+ *     flight) is not asked for again.
+ *     Why: the estimate stands each class's mean for that class's calls
+ *     and lends a class without samples its neighbours' means; with one
+ *     call in 256 under 1 MiB a sweep left most classes without, and on 2
+ *     H200s (the test app's network run: all-reduce 8 B-4 MiB, 25 calls a
+ *     size) the one class sampled, 4 MiB, lent 1.4 ms to every smaller
+ *     call: 7.7 times the path's GPU time.  In a sweep or a loop of
+ *     repeated sizes the next call is of the same size, so the sample
+ *     lands in the class that asked.  Unlike a path's forced sample it is
+ *     periodic, not a first-call one: it stands for its class's calls.
  *   - First-call samples: call 0, forced samples and the first call of a
  *     profiling window are not chosen at random; they are the first calls of
  *     a thread, a path or a window, which carry connection set-up and the
@@ -182,6 +202,7 @@
 #include "clock.h"
 #include "mix64.h"
 #include "affinity.h"
+#include "gpu_estimate.h"   /* cp_gcls_of: class forcing */
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -193,6 +214,7 @@
 #define HIDDEN __attribute__((visibility("hidden")))
 #define KC ((uint32_t)ncclProfileKernelCh)
 #define FORCE_CAP (1u << 16)          /* paths tracked for forcing */
+#define CLS_FORCE_CAP 4096u           /* paths tracked for forcing per size class (32 KiB) */
 #define FORCE_BURST 64                /* forced samples before rate-limiting */
 #define WIN_CAP 64                    /* windows remembered for the summary */
 
@@ -220,6 +242,8 @@ static int g_lean_on;                 /* COLLPROF_LEAN, v5, and the lean mask is
 static uint32_t g_lean_mask;          /* what a lean call asks for (header, "Lean calls") */
 static atomic_int g_next_lean;        /* the next call is lean (when KernelCh is off) */
 static _Atomic uint64_t g_forced[FORCE_CAP / 64]; /* paths that will not force: forced, or GPU-seen */
+static _Atomic uint64_t g_cls_once[CLS_FORCE_CAP];   /* per path, bit k: a call of class k was seen */
+static _Atomic uint64_t g_cls_forced[CLS_FORCE_CAP]; /* per path, bit k: class k will not force (forced, or sampled) */
 static atomic_uint_fast64_t g_forced_total;
 static atomic_int g_start_delay;       /* the start delay is running (header) */
 static uint64_t g_delay_ns;           /* D in ns */
@@ -544,7 +568,7 @@ HIDDEN uint32_t cp_mask_attach(int *eActivationMask) {
 /* Whether the call after call k is forced for `path`, whose bit in
  * g_forced is clear; out of line (the hook below then calls nothing in a
  * loop and saves no register). */
-static __attribute__((noinline)) int force_or_settle(uint32_t path, uint64_t k) {
+static __attribute__((noinline)) int force_or_settle(uint32_t path, uint64_t k, unsigned cls) {
   const uint64_t bit = 1ull << (path % 64);
   _Atomic uint64_t *w = &g_forced[path / 64];
   if (cp_path_gpu_seen(path)) {
@@ -552,6 +576,27 @@ static __attribute__((noinline)) int force_or_settle(uint32_t path, uint64_t k) 
     return 0;
   }
   if (!force_budget(k + 1) || (atomic_fetch_or_explicit(w, bit, memory_order_relaxed) & bit)) return 0;
+  atomic_fetch_add_explicit(&g_forced_total, 1, memory_order_relaxed);
+  /* the path's first sample is of its class: that class forces no more */
+  if (path < CLS_FORCE_CAP) atomic_fetch_or_explicit(&g_cls_forced[path], 1ull << cls, memory_order_relaxed);
+  return 1;
+}
+
+/* Class forcing (header): a call of size class cls on `path`, whose bit
+ * in g_cls_forced is clear.  A class's first call only notes it (a call
+ * after it of the same size is not known to come); at its second the call
+ * after is forced, unless either call had KernelCh or the next is a
+ * sample anyway (`taken`), or beyond the budget; the class is then marked,
+ * so it asks once.  Decided from the calls alone, not from when KernelCh
+ * arrives, so ranks that make the same calls sample the same ones. */
+static __attribute__((noinline)) int cls_call(uint32_t path, uint64_t k, unsigned cls, int sampled, int taken) {
+  const uint64_t bit = 1ull << cls;
+  if (!(atomic_fetch_or_explicit(&g_cls_once[path], bit, memory_order_relaxed) & bit)) {
+    if (sampled) atomic_fetch_or_explicit(&g_cls_forced[path], bit, memory_order_relaxed);
+    return 0;
+  }
+  if (atomic_fetch_or_explicit(&g_cls_forced[path], bit, memory_order_relaxed) & bit) return 0;
+  if (taken || !force_budget(k + 1)) return 0;
   atomic_fetch_add_explicit(&g_forced_total, 1, memory_order_relaxed);
   return 1;
 }
@@ -578,10 +623,15 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes) {
   int next = periodic_next(t, k, bytes), first = 0;
   /* Forcing (header).  A path's bit in g_forced says it will never force
    * again: it forced, or it was found GPU-seen (which it stays).  So in a
-   * loop each call reads one word, not the budget and the path table. */
+   * loop each call reads one word, not the budget and the path table.
+   * Then its size class's bit in g_cls_forced, likewise (class forcing:
+   * a periodic sample, not a first-call one). */
+  const unsigned cls = cp_gcls_of(bytes);
   if (!next && !sampled && path < FORCE_CAP &&
       !(atomic_load_explicit(&g_forced[path / 64], memory_order_relaxed) & (1ull << (path % 64))))
-    next = first = force_or_settle(path, k);
+    next = first = force_or_settle(path, k, cls);
+  if (path < CLS_FORCE_CAP && !(atomic_load_explicit(&g_cls_forced[path], memory_order_relaxed) & (1ull << cls)))
+    next |= cls_call(path, k, cls, sampled, sampled || next);
   if (atomic_load_explicit(&g_next_kc, memory_order_relaxed) != next)
     atomic_store_explicit(&g_next_kc, next, memory_order_relaxed);
   if (atomic_load_explicit(&g_next_first, memory_order_relaxed) != first)

@@ -140,18 +140,31 @@ PY
   is "$res" "ok $(python3 -c 'import json,sys; print(sum(1 for p in json.load(open(sys.argv[1]))["paths"] if p["leafType"] in ("ncclProfileColl","ncclProfileP2p") and p.get("gpu_samples")))' "$T/$c/summary.json") paths" \
     "$c: summary.json's GPU estimate follows from its fields; summary.log's GPU table agrees"
 done
-# mixed.16's Broadcast and AllGather (and its AllReduce, under one call in
-# 256 below 1 MiB) have their forced first-call samples alone: no periodic
-# mean to lend their other calls, so the summary gives the sampled calls'
-# time, marked (collate/reduce.h, gpu_first_only), as checked above.
-if [ -s "$T/mixed.16/summary.json" ]; then
-  is "$(python3 -c 'import json,sys; print(sorted(p["path"].split(":")[-1] for p in json.load(open(sys.argv[1]))["paths"] if p.get("gpu_first_only")))' \
-      "$T/mixed.16/summary.json" 2>&1)" "['AllGather', 'AllReduce', 'Broadcast']" \
-    "mixed.16: the paths with first-call samples alone are marked gpu_first_only in summary.json"
-  is "$(grep -c '^> f: only first-call samples' "$T/mixed.16/summary.log")" 1 \
-    "mixed.16: summary.log says what > and f mean under the GPU table"
+# First-call samples alone.  mixed with every call of one size (8 B): each
+# path's first sample (call 0, or a new path's forced one) is of the only
+# size class, so no class forces another, and one call in 256 below 1 MiB
+# gives no periodic one in its 76 calls: no periodic mean to lend the
+# other calls, so the summary gives the sampled calls' time, marked
+# (collate/reduce.h, gpu_first_only).  mixed itself (a sweep) has a
+# periodic sample per size class by class forcing (mask_control.c), so none.
+mono=$T/mono.jsonl
+python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r.get("cb") == "start" and r.get("type") in (512, 2): r["count"] = 2
+    print(json.dumps(r))' "$mixed" >"$mono"
+env -u NCCL_PROFILE_EVENT_MASK -u COLLPROF_GPU_SAMPLE_SMALL -u COLLPROF_GPU_SAMPLE_SMALL_BYTES COLLPROF_GPU_SAMPLE=16 \
+  COLLPROF_OUTPUT_DIR="$T/mono.16" COLLPROF_QUIET=1 COLLPROF_TRACE=0 "$REPLAY" --no-mpi --plugin "$PLUGIN" "$mono" >"$T/log" 2>&1
+if [ -x "$COLLATE" ] && "$COLLATE" -q "$T/mono.16" >"$T/collate.log" 2>&1; then
+  fo='import json,sys; print(sorted(p["path"].split(":")[-1] for p in json.load(open(sys.argv[1]))["paths"] if p.get("gpu_first_only")))'
+  is "$(python3 -c "$fo" "$T/mono.16/summary.json" 2>&1)" "['AllGather', 'AllReduce', 'Broadcast']" \
+    "one size, N=16: the paths with first-call samples alone are marked gpu_first_only in summary.json"
+  is "$(grep -c '^> f: only first-call samples' "$T/mono.16/summary.log")" 1 \
+    "one size, N=16: summary.log says what > and f mean under the GPU table"
+  is "$(python3 -c "$fo" "$T/mixed.16/summary.json" 2>&1)" "[]" \
+    "mixed (a sweep), N=16: no path with first-call samples alone (class forcing)"
 else
-  skip "mixed.16: no summary"; skip "mixed.16: no summary"
+  skip "no collprof-collate"; skip "no collprof-collate"; skip "no collprof-collate"
 fi
 # The summary says which rule sampled the GPU: summary.log's configuration
 # and summary.json's config, from the rank records.

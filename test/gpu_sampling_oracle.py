@@ -14,7 +14,12 @@ p(b) = splitmix64(b) % N (small calls, below: two streams); or forced when call 
 periodic, k's path has no GPU sample yet, the path never forced before and
 forced samples so far are < 64 or < (k+1)/N.  A path has a GPU sample once a
 KernelCh of one of its calls arrived (at the KernelCh start, or with the
-third argument "stop", at its stop).
+third argument "stop", at its stop).  Class forcing: when call k is the
+second of its size class (its count x datatype size, below) on its path,
+neither it nor the first was sampled (a path's forced call takes its class
+too), k+1 is not sampled anyway (periodic or forced), and the budget above
+allows, k+1 is sampled as well, as a periodic sample (not a first-call
+one); the class is taken either way.
 
 Small calls (environment COLLPROF_GPU_SAMPLE_SMALL = M, default 16, and
 COLLPROF_GPU_SAMPLE_SMALL_BYTES = B, default 1048576, rounded up to a power of
@@ -117,6 +122,8 @@ def main():
     forced = set()
     nforced = 0
     seen = set()              # API paths with a GPU sample
+    cls_taken = set()         # (API path, size class) done with class forcing
+    cls_once = set()          # (API path, size class) whose first call was seen
     api_path = {}             # CollApi/P2pApi handle -> its path
     api_sampled = {}          # CollApi/P2pApi handle -> its group's KernelCh
     api_first = {}            # ... -> a first-call sample
@@ -152,11 +159,23 @@ def main():
                     else:
                         nxt = periodic(k + 1, n)
                     first = False
-                    if (not nxt and not s and p not in seen and p not in forced and
-                            (nforced < 64 or nforced * n < k + 1)):
+                    c = size_class(r)
+                    budget = nforced < 64 or nforced * n < k + 1
+                    if not nxt and not s and p not in seen and p not in forced and budget:
                         forced.add(p)
+                        cls_taken.add((p, c))
                         nforced += 1
                         nxt = first = True
+                    if (p, c) not in cls_taken:
+                        if (p, c) not in cls_once:
+                            cls_once.add((p, c))
+                            if s:
+                                cls_taken.add((p, c))
+                        else:
+                            cls_taken.add((p, c))
+                            if not s and not nxt and (nforced < 64 or nforced * n < k + 1):
+                                nforced += 1
+                                nxt = True
                     next_kc, next_first = nxt, first
                 k += 1
             elif t in (2, 4):

@@ -47,6 +47,7 @@ void cp_warn(const char *fmt, ...) { (void)fmt; g_warnings++; }
 void cp_info(const char *fmt, ...) { (void)fmt; }
 int cp_path_gpu_seen(uint32_t path) { return path < sizeof g_seen ? g_seen[path] : 0; }
 
+
 /* ---- child → parent reporting ---- */
 static FILE *g_out;
 static void check(int cond, const char *fmt, ...) {
@@ -81,8 +82,18 @@ static int o_periodic(uint64_t k, int n) {
   uint64_t pos = blk ? o_mix(blk) % (uint64_t)n : 0;
   return k % (uint64_t)n == pos;
 }
+/* log2 size class: 0 for 0 bytes, else the bit length, at most 41 */
+static unsigned o_class(uint64_t by) {
+  unsigned c = 0;
+  while (by) { c++; by >>= 1; }
+  return c > 41 ? 41 : c;
+}
+static int o_cls_forcing = 1;   /* 0: the rule before class forcing (for comparison) */
 /* sampled[k] for the call sequence `paths` (call k of bytes[k]; bytes NULL:
- * 0 each); a sampled call's path becomes seen iff arrives(path).  Small
+ * 0 each); a sampled call's path becomes seen iff arrives(path).  Class
+ * forcing: the second call of a (path < 4096, size class) whose calls so
+ * far were not sampled, and whose next call is not (periodic or the path's
+ * forced one), has the next call sampled, within the forcing budget.  Small
  * calls (0 < bytes < b, with m > 1): the periodic decision taken at a call
  * is numbered within its stream (small calls', or the others'), from 1,
  * and is periodic in blocks of m x n or n.  Returns the number of sampled
@@ -90,8 +101,11 @@ static int o_periodic(uint64_t k, int n) {
 static uint64_t oracle(const uint32_t *paths, const uint64_t *bytes, size_t ncalls, int n, int m, uint64_t b,
                        int (*arrives)(uint32_t), unsigned char *sampled) {
   static unsigned char seen[1 << 17], forced[1 << 17];
+  static uint64_t cls[4096], once[4096];
   memset(seen, 0, sizeof seen);
   memset(forced, 0, sizeof forced);
+  memset(cls, 0, sizeof cls);
+  memset(once, 0, sizeof once);
   uint64_t count = 0, nforced = 0, stream[2] = {0, 0};
   int s = n >= 1;
   for (size_t k = 0; k < ncalls; k++) {
@@ -107,11 +121,25 @@ static uint64_t oracle(const uint32_t *paths, const uint64_t *bytes, size_t ncal
     } else {
       next = o_periodic(k + 1, n);
     }
+    const unsigned c = o_class(bytes ? bytes[k] : 0);
     if (n >= 2 && !next && !s && !seen[p] && !forced[p] && p < 65536 &&
         (nforced < 64 || nforced * (uint64_t)n < k + 1)) {
       forced[p] = 1;
       nforced++;
       next = 1;
+      if (p < 4096) cls[p] |= 1ull << c;
+    }
+    if (n >= 2 && o_cls_forcing && p < 4096 && !(cls[p] >> c & 1)) {
+      if (!(once[p] >> c & 1)) {            /* the class's first call: noted */
+        once[p] |= 1ull << c;
+        if (s) cls[p] |= 1ull << c;
+      } else {                              /* its second: forces the next */
+        cls[p] |= 1ull << c;
+        if (!s && !next && (nforced < 64 || nforced * (uint64_t)n < k + 1)) {
+          nforced++;
+          next = 1;
+        }
+      }
     }
     s = next;
   }
@@ -271,6 +299,63 @@ static void sc_never_seen(int n) {
         (unsigned long long)c, (unsigned long long)periodic);
   free(got);
 }
+
+/* Class forcing (mask_control.c header): a sweep of 20 sizes, 25 calls
+ * each, on one path; with the default small-call rate (one in 16 x N under
+ * 1 MiB) the periodic rule alone leaves most sizes without a sample, class
+ * forcing gives each its sample by the size's third call, once per class. */
+static void sc_class_sweep_a(void) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_small = 16;
+  g_cfg.gpu_sample_small_bytes = 1048576;
+  cp_mask_attach(&g_mask);
+  enum { SIZES = 20, PER = 25 };
+  static uint64_t bytes[SIZES * PER];
+  size_t nc = 0;
+  for (int i = 0; i < SIZES; i++)
+    for (int j = 0; j < PER; j++) { g_paths[nc] = 3; bytes[nc] = 8ull << i; nc++; }
+  unsigned char *got = calloc(nc, 1), *before = calloc(nc, 1);
+  memset(g_seen, 0, sizeof g_seen);
+  drive_sized(g_paths, bytes, nc, always, got);
+  o_cls_forcing = 0;
+  oracle(g_paths, bytes, nc, 16, 16, 1048576, always, before);
+  o_cls_forcing = 1;
+  int classes = 0, early = 0, classes_before = 0;
+  for (int i = 0; i < SIZES; i++) {
+    int any = 0, any_before = 0;
+    for (int j = 0; j < PER; j++) { any |= got[i * PER + j]; any_before |= before[i * PER + j]; }
+    classes += any;
+    classes_before += any_before;
+    early += got[i * PER] || got[i * PER + 1] || got[i * PER + 2];
+  }
+  check(classes == SIZES, "class forcing: every one of %d sizes of a sweep sampled (%d; %d by the rule before it)",
+        SIZES, classes, classes_before);
+  check(classes_before < SIZES / 2, "the rule before class forcing sampled fewer than half the sizes (%d)", classes_before);
+  check(early == SIZES, "class forcing: each size sampled by its third call (%d of %d)", early, SIZES);
+  check(cp_mask_sampled_calls() <= (uint64_t)SIZES + nc / 16 + 1,
+        "class forcing: about one sample per size, no more (%llu sampled calls)",
+        (unsigned long long)cp_mask_sampled_calls());
+  free(got);
+  free(before);
+}
+/* The same sweep through the oracle comparison, and one whose samples
+ * never arrive (class forcing does not wait for them). */
+static void sc_class_oracle(int (*arrives)(uint32_t)) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_small = 16;
+  g_cfg.gpu_sample_small_bytes = 1048576;
+  cp_mask_attach(&g_mask);
+  static uint64_t bytes[CALLS];
+  for (size_t k = 0; k < CALLS; k++) {   /* 3 paths in turn, sizes sweeping 8 B-4 MiB, 10 calls each */
+    g_paths[k] = (uint32_t)(k % 3);
+    bytes[k] = 8ull << ((k / 30) % 20);
+  }
+  memset(g_seen, 0, sizeof g_seen);
+  compare_sized(arrives == never ? "class forcing, samples never arrive:" : "class forcing, 3 paths sweeping:",
+                g_paths, bytes, CALLS, 16, 16, 1048576, arrives);
+}
+static void sc_class_oracle_a(void) { sc_class_oracle(always); }
+static void sc_class_oracle_never_a(void) { sc_class_oracle(never); }
 
 static double now_s(void) {
   struct timespec ts;
@@ -1095,6 +1180,9 @@ int main(void) {
     run(sc_new_5never_a, ns[i]);
   }
   run(sc_never_a, 16);
+  run(sc_class_sweep_a, 0);
+  run(sc_class_oracle_a, 0);
+  run(sc_class_oracle_never_a, 0);
   run(sc_never_a, 4);
   run(sc_periods, 0);
   run(sc_periods_shutdown, 0);
