@@ -81,7 +81,8 @@ void cp_summary_finish(cp_summary *s) {
  * 5.4-5.9 ms first calls, 0.06-0.7 ms after; lending theirs made the
  * demo's all-gather 12 times too long, 0.78 s against 0.065 s with every
  * call sampled), or be a sweep's smallest size (gpu_sampling.t's mixed
- * replay: an 8 B all-reduce's 3.4 us stood for calls averaging 24 us).
+ * replay, before class forcing: an 8 B all-reduce's 3.4 us stood for calls
+ * averaging 24 us).
  * So such a path reports its sampled calls alone. */
 static void gpu_estimate(const cp_pstat *st, cp_gderived *d) {
   const double g = (double)st->gpu_ns;
