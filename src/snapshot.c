@@ -140,14 +140,14 @@ static void scale_unseen(collprof_path_stat *paths, size_t n, cp_gcls **cls) {
 }
 
 static void path_estimate(collprof_path_stat *p, cp_gcls *g) {
+  /* a Coll/P2p's table, filled once for both uses below (a proxy path's
+   * table counts events, not calls: left as it is) */
+  const int op = (p->leaf_type & (ncclProfileColl | ncclProfileP2p)) != 0;
+  if (g && op) cp_gcls_fill_unsized(g, p->calls);
   /* the calls a timed launch's mean stands for (launch_timer.h: only calls
    * of COLLPROF_LAUNCH_MIN_BYTES or more are timed); without a table, all */
-  if (p->leaf_type & (ncclProfileColl | ncclProfileP2p)) {
-    if (g) cp_gcls_fill_unsized(g, p->calls);
-    p->gpu_launch_calls = g ? cp_gcls_calls_from(g, cp_lt_min_bytes) : p->calls;
-  }
-  if (g && p->gpu_samples && p->leaf_type != 64) {
-    cp_gcls_fill_unsized(g, p->calls);
+  if (op) p->gpu_launch_calls = g ? cp_gcls_calls_from(g, cp_lt_min_bytes) : p->calls;
+  if (g && op && p->gpu_samples) {   /* (KernelCh paths have samples, no estimate) */
     cp_gpu_estimate(g, &p->gpu_est_ns, &p->gpu_est_calls, &p->gpu_outliers);
     p->gpu_classes = g;   /* freed with the snapshot */
     return;
