@@ -77,10 +77,33 @@ like "$(grep -E '^  old ' <<<"$out")" '^  old +1\.0250 1\.0200 1\.0300 +\| media
   "the baseline (listed first in configs): its per-pass medians over sizes, their median"
 like "$(grep -E '^  new ' <<<"$out")" '1\.0100 1\.0225 1\.0050 +\| median 1\.0100; below old in 2 of 3 passes$' \
   "the other: per pass, median, and in how many passes it was below the baseline"
-like "$(grep -E '^  allred 8B ' <<<"$out")" ' 1\.0500 +1\.0200$' "8 B: the median over the passes per configuration"
-like "$(grep -E '^# \[0\] old:' <<<"$out")" '1 of 2 sizes above 1\.03 by their median over the passes \(8B\)$' \
+like "$(grep -E '^  allred 8B ' <<<"$out" | head -1)" ' 1\.0500 +1\.0200$' "8 B: the median over the passes per configuration"
+like "$(grep -E '^# \[0\] old:' <<<"$out" | head -1)" '1 of 2 sizes above 1\.03 by their median over the passes \(8B\)$' \
   "sizes above 3% by their median over the passes: the baseline's 8 B"
-like "$(grep -E '^# \[1\] new:' <<<"$out")" '0 of 2 sizes above' "...and none of the new one's"
+like "$(grep -E '^# \[1\] new:' <<<"$out" | head -1)" '0 of 2 sizes above 1\.03 by their median' "...and none of the new one's"
+# Pooled: old's 8 B rounds are 4 x 1.04, 4 x 1.05, 4 x 1.06, so the median
+# is 1.05 and its 95% interval (x3, x10 of 12) [1.04, 1.06], wholly above
+# 1.03; new's are 4 x 1.01, 1.02, 1.045: median 1.02.
+like "$(grep -E '^  allred 8B ' <<<"$out" | tail -1)" '^  allred 8B +1\.0500 \[1\.0400,1\.0600\] \( +12\) +1\.0200 \[1\.0100,1\.0450\] \( +12\)$' \
+  "pooled rounds per size: median, 95% interval by order statistics, number of rounds"
+like "$(grep -E '^# \[0\] old: .*pooled' <<<"$out")" '1 of 2 sizes above 1\.03 by the pooled median \(8B\); with the interval above 1\.03: 1 \(8B\)$' \
+  "pooled verdict: 8 B above 3%, beyond the rounds' noise"
+like "$(grep -E '^# \[1\] new: .*pooled' <<<"$out")" '0 of 2 sizes above 1\.03 by the pooled median; with the interval above 1\.03: 0$' \
+  "...the new configuration's none"
+# One configuration whose 8 B is 1.05, 1.00 and 1.04 in three passes: its
+# pooled median 1.04 is above 1.03, its interval [1.00, 1.05] is not.
+python3 - "$T/passes2" <<'PY'
+import json, os, sys
+off = [10.0, 10.2, 9.9, 10.1]
+for p, r in enumerate((1.05, 1.00, 1.04)):
+    d = os.path.join(sys.argv[1], "p%d" % (p + 1), "mid", "app")
+    os.makedirs(d)
+    res = [{"op": "allreduce", "bytes": 8, "busbw_factor": 1.0, "off_us": off, "on_us": [x * r for x in off]}]
+    json.dump({"nranks": 2, "calls": 100, "rounds": 4, "settle": 2, "results": res}, open(os.path.join(d, "ab.json"), "w"))
+PY
+out=$(python3 "$TOP/test/gpu/ab_passes.py" "$T/passes2")
+like "$(grep -E '^# \[0\] mid: .*pooled' <<<"$out")" '1 of 1 sizes above 1\.03 by the pooled median \(8B\); with the interval above 1\.03: 0$' \
+  "pooled median above 3% with an interval reaching below it: not counted as beyond the noise"
 python3 "$TOP/test/gpu/ab_passes.py" "$T/none" >"$T/none.out" 2>&1
 like "$? $(cat "$T/none.out")" '^1 ab_passes.py: no pN/CONFIG/app/ab.json' "no passes: one clear line, exit 1"
 python3 "$REP" "$T/none" >"$T/none.out" 2>&1
