@@ -135,7 +135,7 @@ def pooled(top, passes, order, keys):
     pairs = [load_pairs(os.path.join(top, d)) for d in passes]
     one_op = len({k[0] for k in keys}) == 1
     name = (lambda k: size_str(k[1])) if one_op else (lambda k: "%s %s" % (k[0], size_str(k[1])))
-    print("#\n# per size, the paired rounds of all passes pooled: median [95%% interval] (rounds); columns as above")
+    print("#\n# per size, the paired rounds of all passes pooled: median [95% interval] (rounds); columns as above")
     over, sig = {c: [] for c in order}, {c: [] for c in order}
     for k in keys:
         cells = []

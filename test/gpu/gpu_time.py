@@ -3,7 +3,7 @@
 CUDA-event time per call, per op and size (test/gpu/overhead.sh and
 run.sh call it).
 
-  gpu_time.py SWEEP.json RANKFILE.jsonl [MIN_BYTES]
+  gpu_time.py [--shown] SWEEP.json RANKFILE.jsonl [MIN_BYTES]
 
 From the trace in RANKFILE (event records): each Coll's GPU span = latest
 KernelCh gpuStop - earliest gpuStart of the KernelCh records whose
@@ -15,7 +15,9 @@ plugin drops by its slot-reuse rule are left out here too).  Sizes >= MIN_BYTES
 (default 1 MiB) must agree within 20%, judged on the median span (the mean
 is shown too: when the host runs far ahead of the GPU, NCCL's KernelCh
 timestamps of late-read channels can belong to other kernels, and a few
-such spans dominate a mean).  Exit 1 if one does not.
+such spans dominate a mean).  Exit 1 if one does not.  --shown: a step
+its caller does not judge (run.sh's gs and gp): the summary line says
+"shown" where it would say "judged".
 
 With gpuLaunch records (src/launch_timer.h) a second table sets timed
 kernel launches beside the same CUDA-event times (a run of k launches,
@@ -43,14 +45,18 @@ OP = {"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "redu
 
 
 def main():
-    sweep = json.load(open(sys.argv[1]))
-    minb = int(sys.argv[3]) if len(sys.argv) > 3 else 1 << 20
+    shown = "--shown" in sys.argv[1:]
+    args = [a for a in sys.argv[1:] if a != "--shown"]
+    if len(args) < 2:
+        sys.exit(__doc__)
+    sweep = json.load(open(args[0]))
+    minb = int(args[2]) if len(args) > 2 else 1 << 20
     n = sweep["nranks"]
     colls = {}   # eventAddr -> sorted list of (start ts, record)
     kcs = []
     launches = {}   # (op, nccl-tests bytes) -> [GPU us of timed launches, stream busy]
     idle = {}       # (op, nccl-tests bytes) -> launches timed on an idle stream
-    for line in open(sys.argv[2]):
+    for line in open(args[1]):
         try:
             r = json.loads(line)
         except ValueError:
@@ -194,8 +200,9 @@ def main():
         print("  %-14s %10d %8d %6d %12.2f %12.2f %12.2f %8.3f%s" % (
             r["op"], r["bytes"], len(v or []), idle.get(key, 0), mean, med, r["time_us"], ratio, flag))
     print("# timed launches: sizes >= %d compared: %d (%d of them on KernelCh spans, having only idle "
-          "launches), outside 20%%: %d (judged); launches on an idle stream: %d; KernelCh spans: %d of %d "
-          "outside (shown)" % (minb, lchecked, kc_only, lbad, sum(idle.values()), bad, checked))
+          "launches), outside 20%%: %d (%s); launches on an idle stream: %d; KernelCh spans: %d of %d "
+          "outside (shown)" % (minb, lchecked, kc_only, lbad, "shown" if shown else "judged", sum(idle.values()),
+                               bad, checked))
     sys.exit(1 if lbad or lchecked == 0 else 0)
 
 

@@ -127,7 +127,7 @@ for np in "${nps[@]}"; do
     [ -e "$RUN_OUT/$g$np/app/sweep.json" ] || continue
     echo "== $g$np: sampled GPU time vs CUDA events (COLLPROF_GPU_SAMPLE default)$(case $g in
       gs) echo ', single launches, not judged' ;; gp) echo ', plain loop, not judged' ;; esac)"
-    python3 "$TOP/test/gpu/gpu_time.py" "$RUN_OUT/$g$np/app/sweep.json" \
+    python3 "$TOP/test/gpu/gpu_time.py" $([ $g = gt ] || echo --shown) "$RUN_OUT/$g$np/app/sweep.json" \
       "$RUN_OUT/$g$np/prof/rank0.jsonl" || [ $g != gt ] || fail=$((fail + 1))
   done
   if [ -e "$RUN_OUT/gp$np/prof/rank1.jsonl" ]; then
