@@ -170,6 +170,8 @@ install: all
 	install -m 644 include/collprof.h $(DESTDIR)$(PREFIX)/include/
 	for f in man/*.1; do [ -e $$f ] && install -m 644 $$f $(DESTDIR)$(PREFIX)/share/man/man1/; done; true
 	for f in man/*.7; do [ -e $$f ] && install -m 644 $$f $(DESTDIR)$(PREFIX)/share/man/man7/; done; true
+	install -d $(DESTDIR)$(PREFIX)/share/doc/collprof
+	install -m 644 README.md share/doc/*.md $(DESTDIR)$(PREFIX)/share/doc/collprof/
 
 clean:
 	rm -rf build

@@ -34,7 +34,7 @@ echo "== mpirun -np 4 collprof -o $OUT --host-sample 1 --gpu-sample 1 -- collpro
 # alone (5.4-5.9 ms of connection set-up, against 0.06-0.7 ms for the
 # calls after), and the table would say only that (">" and "f", see
 # README "Reading the summary").  A replay costs nothing for it; on GPUs
-# KernelCh on every call does (README, "GPU time by sampling").
+# KernelCh on every call does (README, "No GPU times").
 "${MPIRUN[@]}" -np 4 "$BIN/collprof" -o "$OUT" --host-sample 1 --gpu-sample 1 -- "$BIN/collprof-replay" "$FIXDIR"/p*.jsonl
 
 echo "== collprof-collate $OUT --chrome ... --folded ... --html ..."

@@ -6,7 +6,7 @@
  * that test/unit checks them without a plugin.
  *
  * Why "auto": timing and tracing a call costs about a microsecond on an
- * H200 host (README, "Where the cost goes"), which is nothing beside a
+ * H200 host (share/doc/performance.md, "`make bench`"), which is nothing beside a
  * call every millisecond and a tenth of a 10-us all-reduce issued in a
  * tight loop.  So auto times every call while a thread's calls are at
  * least COLLPROF_HOST_SAMPLE_US apart, and one call in N when they come

@@ -404,7 +404,7 @@ void cp_lt_claim_slow(cp_thr *t, uint32_t path, uint32_t type, uint64_t bytes, u
  * the application works between calls (its own kernels, a training
  * step's Python), every run of 2 is dropped at the gap and its launches
  * are lost; regrowing after each clean single launch lost every other
- * sample there (README, "Runs of launches"), this loses about one in
+ * sample there (share/doc/performance.md, "Runs of launches"), this loses about one in
  * 2^CP_LT_HOLD_SHIFT once the back-off has grown. */
 #define CP_LT_HOLD_SHIFT 6
 static void adapt(cp_thr *t, const lt_slot *s, int clean) {

@@ -80,8 +80,8 @@
  * collective read high: its stream is busy mostly because a peer fell
  * behind, and its kernels wait for that peer too (1 MiB on 2 H200s: up to
  * 1.64 of the loop's CUDA-event time; test/gpu/launch_skew.py sets one
- * rank's timed launches beside another's, README "Judged where CUDA events
- * time the GPU").
+ * rank's timed launches beside another's, share/doc/performance.md, "Judged where
+ * CUDA events time the GPU").
  *
  * Costs: nothing on a call that is not sampled beyond a countdown; on a
  * sampled one cuStreamIsCapturing, cuCtxGetCurrent, two cuEventRecord, one

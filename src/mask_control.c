@@ -42,8 +42,8 @@
  *     under 1 MiB (under 40 us on 2-4 H100s) at one in 256: with one in
  *     64 under 64 KiB, 64-512 KiB all-reduces at one in 16 were 1.05-1.07
  *     of paused on 2 H100s, and 4 H100s had 11 of 18 sizes of 8 B-1 MiB
- *     above 1.03, none with these (test/gpu/ab.sh, README "Small calls'
- *     GPU samples").  So with M > 1 a thread's
+ *     above 1.03, none with these (test/gpu/ab.sh, share/doc/performance.md,
+ *     "Small calls' GPU samples").  So with M > 1 a thread's
  *     decisions fall in two streams, each in blocks with one periodic
  *     sample as above: those made at a call of fewer than B bytes (its
  *     CollApi/P2pApi count x datatype size; 0 bytes does not count as

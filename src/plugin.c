@@ -359,8 +359,8 @@ static inline uint64_t ev_now(void) {
 /* ---- Host sampling (COLLPROF_HOST_SAMPLE=N) ----
  * Counting an event needs its path and nothing else; timing and tracing it
  * need the clock twice, a slot, a parent link and a trace record, which is
- * where nearly all of a callback's cost goes (README, "Where the cost
- * goes").  With N > 1 each application thread times and traces one API
+ * where nearly all of a callback's cost goes (share/doc/performance.md,
+ * "`make bench`").  With N > 1 each application thread times and traces one API
  * call in N (a random one of each block of N, so that no period of the
  * application's calls lines up with the sampling) and counts the others:
  * the whole event tree of a counted call gets no slot, no clock read and

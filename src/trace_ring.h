@@ -85,7 +85,7 @@ static inline void cp_trace_commit(unsigned n) {
    * The writer thread read it one lap ago on another core, and a store
    * that must first take the line back from there stalls this thread:
    * with the writer reading records this cost the bench's calling thread
-   * half its time per event (README, "trace on"). */
+   * half its time per event (share/doc/performance.md, "trace on"). */
   cp_prefetch_write(&rg->slots[(h + CP_RING_AHEAD) & rg->mask]);
   if (n > 2) cp_prefetch_write(&rg->slots[(h + CP_RING_AHEAD + 2) & rg->mask]);
 }

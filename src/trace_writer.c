@@ -56,7 +56,7 @@
  * full ring and counted, as before; the profile and the summary never
  * depend on it.  With one CPU per rank (mpirun's default for 2 ranks) it
  * leaves more of that CPU to the application and NCCL's proxy thread (on
- * 2 H200s the difference was within one run's noise: README).  At close,
+ * 2 H200s the difference was within one run's noise: share/doc/performance.md).  At close,
  * the closing thread (at its own priority) takes over the drain from the
  * writer at the next block.
  *

@@ -51,7 +51,7 @@ done
 # seeds other calls, and on a size sweep (most sizes once: the rates of
 # sizes with no call seen are borrowed, src/lean_estimate.h) the
 # estimate's bias and spread are small: its mean over 16 seeds near the
-# reference's calls (+2.5% over 60 seeds: README, "Lean calls"), every seed
+# reference's calls (+2.5% over 60 seeds: share/doc/performance.md, "Lean calls"), every seed
 # within 25%
 cap=$FIX/ar_net/p0.jsonl
 if [ -s "$cap" ]; then

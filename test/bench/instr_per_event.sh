@@ -11,7 +11,7 @@
 # its work is the KernelCh alone): instructions per KernelCh (start, state
 # 22, stop) over the do-nothing plugin's, trace on, the ring's one-off
 # setup left out -- what NCCL's calls wait for when KernelCh is on
-# (README, "Every event on every call").
+# (share/doc/performance.md, "KernelCh on every call: two regimes").
 #   test/bench/instr_per_event.sh [BUILD_DIR]     (needs valgrind)
 #   MASK=4031 GPU_SAMPLE=0 COLLPROF_HOST_SAMPLE=64 test/bench/instr_per_event.sh
 #                 the default mask, GPU sampling off, 63 calls in 64 only
