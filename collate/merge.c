@@ -21,6 +21,7 @@ void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank) {
    * other calls (reduce.c), as before size classes. */
   if (p->has_est && p->gpu_est_calls <= p->calls && p->gpu_outliers <= p->gpu_samples) {
     s->gpu_est_ns = p->gpu_est_ns; s->gpu_est_calls = p->gpu_est_calls; s->gpu_outliers = p->gpu_outliers;
+    s->gpu_borrowed_calls = p->gpu_borrowed_calls <= p->gpu_est_calls ? p->gpu_borrowed_calls : p->gpu_est_calls;
   } else {
     s->gpu_est_ns = s->gpu_first_ns; s->gpu_est_calls = s->gpu_first_samples;
   }
@@ -44,6 +45,7 @@ void cp_pstat_combine(cp_pstat *into, const cp_pstat *from) {
   into->gpu_first_ns += from->gpu_first_ns; into->gpu_first_samples += from->gpu_first_samples;
   into->gpu_est_ns += from->gpu_est_ns; into->gpu_est_calls += from->gpu_est_calls;
   into->gpu_outliers += from->gpu_outliers;
+  into->gpu_borrowed_calls += from->gpu_borrowed_calls;
   into->gpu_launch_ns += from->gpu_launch_ns; into->gpu_launch_samples += from->gpu_launch_samples;
   into->gpu_launch_calls += from->gpu_launch_calls;
   into->untimed_calls += from->untimed_calls;

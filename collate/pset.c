@@ -96,8 +96,9 @@ static inline uint32_t get32(rd *r) { uint32_t v = 0; const unsigned char *q = g
   X((s)->tmin_ns) X((uint64_t)((int64_t)(s)->tmin_rank + 1)) X((s)->tmax_ns) \
   X((uint64_t)((int64_t)(s)->tmax_rank + 1)) X((s)->gpu_first_ns) X((s)->gpu_first_samples) \
   X((s)->gpu_est_ns) X((s)->gpu_est_calls) X((s)->gpu_outliers) X((s)->gpu_launch_ns) \
-  X((s)->gpu_launch_samples) X((s)->gpu_launch_calls) X((s)->untimed_calls) X((s)->unseen_calls)
-#define PSTAT_MAX 250   /* 25 varints of at most 10 bytes */
+  X((s)->gpu_launch_samples) X((s)->gpu_launch_calls) X((s)->untimed_calls) X((s)->unseen_calls) \
+  X((s)->gpu_borrowed_calls)
+#define PSTAT_MAX 260   /* 26 varints of at most 10 bytes */
 static size_t pstat_enc(unsigned char *b, const cp_pstat *s) {
   size_t n = 0;
 #define ENC(v) n += varenc(b + n, v);
@@ -116,6 +117,7 @@ static void pstat_dec(rd *r, cp_pstat *s) {
   s->gpu_launch_ns = getvar(r); s->gpu_launch_samples = getvar(r); s->gpu_launch_calls = getvar(r);
   s->untimed_calls = getvar(r);
   s->unseen_calls = getvar(r);
+  s->gpu_borrowed_calls = getvar(r);
 }
 
 /* one record; returns its size (written when w) */
@@ -299,6 +301,7 @@ static void pstat_add_same_rank(cp_pstat *into, const cp_pstat *from) {
   into->gpu_first_ns += from->gpu_first_ns; into->gpu_first_samples += from->gpu_first_samples;
   into->gpu_est_ns += from->gpu_est_ns; into->gpu_est_calls += from->gpu_est_calls;
   into->gpu_outliers += from->gpu_outliers;
+  into->gpu_borrowed_calls += from->gpu_borrowed_calls;
   into->gpu_launch_ns += from->gpu_launch_ns; into->gpu_launch_samples += from->gpu_launch_samples;
   into->gpu_launch_calls += from->gpu_launch_calls;
   into->untimed_calls += from->untimed_calls;

@@ -77,6 +77,7 @@ static void read_path(json_t *o, cp_path_rec *p) {
   p->has_est = json_object_get(o, "gpu_est_calls") != NULL;   /* written with samples only */
   p->gpu_est_ns = u64(o, "gpu_est_ns"); p->gpu_est_calls = u64(o, "gpu_est_calls");
   p->gpu_outliers = u64(o, "gpu_outliers");
+  p->gpu_borrowed_calls = u64(o, "gpu_borrowed_calls");   /* absent when none (and in files from before) */
   p->gpu_launch_ns = u64(o, "gpu_launch_ns");   /* absent without timed launches */
   p->gpu_launch_samples = u64(o, "gpu_launch_samples");
   p->has_launch_calls = json_object_get(o, "gpu_launch_calls") != NULL;   /* Coll/P2p paths */

@@ -99,6 +99,10 @@ static void gpu_estimate(const cp_pstat *st, cp_gderived *d) {
                                        : g / (double)st->gpu_samples;
   uint64_t covered = st->gpu_est_calls < st->calls ? st->gpu_est_calls : st->calls;
   d->gpu_est_ns = d->gpu_exact ? g : (double)st->gpu_est_ns + pooled * (double)(st->calls - covered);
+  if (!d->gpu_exact) {
+    const uint64_t b = st->gpu_borrowed_calls < covered ? st->gpu_borrowed_calls : covered;
+    d->gpu_borrowed_calls = b + (st->calls - covered);
+  }
   d->gpu_call_ns = st->calls ? d->gpu_est_ns / (double)st->calls : pooled;
 }
 

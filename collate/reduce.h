@@ -30,6 +30,10 @@
  *                   calls they made the bundled demo's all-gather 12x too long)
  *   gpu_call_ns   = gpu_est_ns / calls: the GPU time per call behind it;
  *                   gpu_first_only: G / S, the first-call samples' mean
+ *   gpu_borrowed_calls = of an estimate (not exact, not gpu_first_only),
+ *                   the calls whose time is another size's: the ranks'
+ *                   calls of classes without a periodic sample of their own
+ *                   (src/gpu_estimate.h) plus calls - C, given m
  *   launch_call_ns = Coll/P2p: gpu_launch_ns / gpu_launch_samples, the mean
  *                   GPU time of its timed kernel launches (CUDA events on
  *                   the launch stream, src/launch_timer.h: one call in N,

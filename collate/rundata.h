@@ -42,6 +42,7 @@ typedef struct cp_path_rec {
   uint64_t gpu_samples;    /* events that contributed to gpu_ns */
   uint64_t gpu_first_ns, gpu_first_samples;   /* of them, first-call samples (collprof.h) */
   uint64_t gpu_est_ns, gpu_est_calls, gpu_outliers;   /* the rank's size-class estimate (collprof.h) */
+  uint64_t gpu_borrowed_calls;   /* of gpu_est_calls, given other classes' mean (collprof.h) */
   int has_est;             /* gpu_est_* present (files from before: absent) */
   uint64_t gpu_launch_ns, gpu_launch_samples;   /* timed kernel launches (collprof.h) */
   uint64_t gpu_launch_calls;   /* Coll/P2p: calls of a timed launch's size (collprof.h) */
@@ -111,6 +112,7 @@ typedef struct cp_pstat {
            gpu_first_ns, gpu_first_samples,
            gpu_est_ns, gpu_est_calls,    /* ranks' size-class estimates (merge.c) */
            gpu_outliers,
+           gpu_borrowed_calls,           /* of gpu_est_calls, given other classes' mean */
            gpu_launch_ns, gpu_launch_samples,   /* timed kernel launches (collprof.h) */
            gpu_launch_calls,             /* the calls their mean stands for (merge.c) */
            unterminated,                 /* sums over ranks */
@@ -191,6 +193,8 @@ typedef struct cp_gderived {
   double gpu_est_ns;                     /* Coll/P2p: collate/reduce.h;
                                             KernelCh: gpu_ns; 0 without samples */
   double gpu_call_ns;                    /* Coll/P2p: GPU time per call behind it */
+  uint64_t gpu_borrowed_calls;           /* Coll/P2p estimate: calls given another size
+                                            class's or the pooled mean (collate/reduce.h) */
   int gpu_exact;                         /* samples == calls (or KernelCh) */
   int gpu_first_only;                    /* Coll/P2p, not exact, every sample a first-call
                                             one: gpu_est_ns is the sampled calls' time alone

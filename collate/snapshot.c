@@ -69,6 +69,7 @@ int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_ra
     d->gpu_first_ns = p->gpu_first_ns; d->gpu_first_samples = p->gpu_first_samples;
     d->has_est = 1;
     d->gpu_est_ns = p->gpu_est_ns; d->gpu_est_calls = p->gpu_est_calls; d->gpu_outliers = p->gpu_outliers;
+    d->gpu_borrowed_calls = p->gpu_borrowed_calls;
     d->gpu_launch_ns = p->gpu_launch_ns; d->gpu_launch_samples = p->gpu_launch_samples;
     d->gpu_launch_calls = p->gpu_launch_calls; d->has_launch_calls = p->leaf_type == 2 || p->leaf_type == 4;   /* Coll, P2p */
     d->untimed_calls = p->untimed_calls;

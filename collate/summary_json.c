@@ -141,6 +141,7 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
       fprintf(f, ",\"gpu_call_ns\":"); num(f, d.gpu_call_ns);
       fprintf(f, ",\"gpu_exact\":%s", d.gpu_exact ? "true" : "false");
       if (d.gpu_first_only) fprintf(f, ",\"gpu_first_only\":true");
+      else if (!d.gpu_exact) fprintf(f, ",\"gpu_borrowed_calls\":%" PRIu64, d.gpu_borrowed_calls);
     }
     if (st->gpu_launch_samples) {
       fprintf(f, ",\"gpu_launch_ns\":%" PRIu64 ",\"gpu_launch_samples\":%" PRIu64 ",\"gpu_launch_call_ns\":",

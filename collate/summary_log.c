@@ -96,18 +96,25 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
   }
   if (n) {
     int first_only = 0;   /* a row with first-call samples alone: its line under the table */
+    int borrowed = 0;     /* a row with calls given other sizes' mean: its line too */
     qsort(rows, n, sizeof *rows, gpu_cmp);
     fprintf(f, "GPU time (Coll/P2p, from KernelCh samples; ~ estimated per message-size class,"
                " first-call samples and outliers counted once;\n"
                "  Launches: timed kernel launches, CUDA events on the launch stream, GPU/call their mean"
                " as an application's events see it)\n");
-    int lw = fprintf(f, "%12s | %9s | %7s | %8s | %13s | %13s | %9s | %13s | %-*s | %s\n", "Calls", "Samples",
-                     "First", "Outliers", "GPU[s]", "GPU/call[us]", "Launches", "GPU/call[us]", pw, "Path", "ID");
+    int lw = fprintf(f, "%12s | %9s | %7s | %8s | %12s | %13s | %13s | %9s | %13s | %-*s | %s\n", "Calls", "Samples",
+                     "First", "Outliers", "Borrowed", "GPU[s]", "GPU/call[us]", "Launches", "GPU/call[us]", pw, "Path",
+                     "ID");
     rule(f, lw - 1);
     for (size_t k = 0; k < n; k++) {
       const cp_gpath *p = &s->paths[rows[k].i];
       cp_gderived d; cp_gpath_derive(s, p, &d);
-      char kc[2][24], la[24];
+      char kc[2][24], la[24], bo[24];
+      if (p->s.gpu_samples && !d.gpu_exact && !d.gpu_first_only)
+        snprintf(bo, sizeof bo, "%12" PRIu64, d.gpu_borrowed_calls);
+      else
+        snprintf(bo, sizeof bo, "%12s", "-");
+      borrowed |= d.gpu_borrowed_calls > 0;
       if (p->s.gpu_samples) {
         /* ">": the sampled calls alone, "f": the first-call samples' mean */
         snprintf(kc[0], sizeof kc[0], "%s%12.6f", d.gpu_first_only ? ">" : d.gpu_exact ? " " : "~",
@@ -120,10 +127,15 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
       }
       if (p->s.gpu_launch_samples) snprintf(la, sizeof la, "%13.3f", d.launch_call_ns / 1e3);
       else snprintf(la, sizeof la, "%13s", "-");
-      fprintf(f, "%12" PRIu64 " | %9" PRIu64 " | %7" PRIu64 " | %8" PRIu64 " | %s | %s | %9" PRIu64 " | %s | %-*s | %" PRId64 "\n",
-              p->s.calls, p->s.gpu_samples, p->s.gpu_first_samples, p->s.gpu_outliers, kc[0], kc[1],
+      fprintf(f, "%12" PRIu64 " | %9" PRIu64 " | %7" PRIu64 " | %8" PRIu64 " | %s | %s | %s | %9" PRIu64 " | %s | %-*s | %" PRId64 "\n",
+              p->s.calls, p->s.gpu_samples, p->s.gpu_first_samples, p->s.gpu_outliers, bo, kc[0], kc[1],
               p->s.gpu_launch_samples, la, pw, p->path, p->id);
     }
+    if (borrowed)
+      fputs("Borrowed: calls of a message size (log2 class) without a periodic sample of its own, given the\n"
+            "  nearest sampled sizes' mean (where a rank had none, every rank's): too long where those are\n"
+            "  larger, as for a sweep's small sizes run within the sampling start delay\n"
+            "  (COLLPROF_GPU_SAMPLE_DELAY_MS); exact: --gpu-sample 1\n", f);
     if (first_only)
       fprintf(f, "> f: only first-call samples, which may hold NCCL's connection set-up and waits for peers:\n"
                  "  GPU[s] is the sampled calls' time alone (the path took at least that), GPU/call their mean;\n"

@@ -55,6 +55,10 @@ typedef struct collprof_path_stat {
                              path has a periodic sample, else its first-call
                              samples only */
   uint64_t gpu_outliers;  /* periodic samples counted once as outliers */
+  uint64_t gpu_borrowed_calls; /* of gpu_est_calls, those of a message-size
+                             class without a periodic sample of its own,
+                             given the nearest sampled classes' mean
+                             (src/gpu_estimate.h) */
   void *gpu_classes;      /* Coll/P2p with samples: the calls and samples per
                              size class behind gpu_est_ns (src/gpu_estimate.h,
                              written as the path record's gpuSizes); NULL

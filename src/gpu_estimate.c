@@ -96,13 +96,14 @@ static int lone_outlier(unsigned k, double m, const unsigned *ks, const double *
   return b > 0 && m > CP_GCLS_OUTLIER * b;
 }
 
-void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, uint64_t *outliers) {
+void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, uint64_t *outliers,
+                     uint64_t *borrowed) {
   double once_ns[CP_GCLS], mean[CP_GCLS];   /* mean < 0: no periodic sample left */
   uint64_t once_n[CP_GCLS], np[CP_GCLS];    /* np: periodic samples left */
   unsigned ks[CP_GCLS], n = 0;              /* the classes with a mean, ascending */
   double ms[CP_GCLS];
   double est = 0;
-  uint64_t covered = 0, out = 0;
+  uint64_t covered = 0, out = 0, lent = 0;
   for (unsigned k = 0; k < CP_GCLS; k++) {
     cp_gcls_ent e = g->c[k];
     once_ns[k] = 0; once_n[k] = 0; mean[k] = -1; np[k] = 0;
@@ -153,6 +154,7 @@ void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, ui
     est += once_ns[k];
     if (mean[k] >= 0 || n) {
       double m = mean[k] >= 0 ? mean[k] : cp_gcls_borrow(k, ks, ms, n);
+      if (mean[k] < 0) lent += rest;
       est += m * (double)rest;
       covered += once_n[k] + rest;
     } else {
@@ -162,4 +164,5 @@ void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, ui
   *est_ns = round_u64(est);
   *est_calls = covered;
   if (outliers) *outliers = out;
+  if (borrowed) *borrowed = lent;
 }

@@ -104,7 +104,13 @@ void cp_gcls_fill_unsized(cp_gcls *g, uint64_t calls);
 uint64_t cp_gcls_calls_from(const cp_gcls *g, uint64_t min_bytes);
 
 /* The rank's estimate of a path from its filled table: *est_ns covers
- * *est_calls of its calls.  *outliers: samples counted once as outliers. */
-void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, uint64_t *outliers);
+ * *est_calls of its calls.  *outliers: samples counted once as outliers.
+ * *borrowed: of est_calls, those whose class had no periodic sample of its
+ * own (none, or only first-call or outlier ones), given the mean the
+ * nearest sampled classes lend (cp_gcls_borrow): where those are larger
+ * sizes, as for a sweep's small sizes that passed in the start delay, an
+ * estimate that is usually too long.  outliers and borrowed may be NULL. */
+void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, uint64_t *outliers,
+                     uint64_t *borrowed);
 
 #endif

@@ -139,6 +139,8 @@ static void path_records(sbuf *b, const collprof_snapshot *s, const int64_t *gid
       sb_printf(b, ",\"gpu_est_ns\":%llu,\"gpu_est_calls\":%llu,\"gpu_outliers\":%llu",
                 (unsigned long long)p->gpu_est_ns, (unsigned long long)p->gpu_est_calls,
                 (unsigned long long)p->gpu_outliers);
+    if (p->gpu_borrowed_calls)   /* of gpu_est_calls: given other size classes' mean */
+      sb_printf(b, ",\"gpu_borrowed_calls\":%llu", (unsigned long long)p->gpu_borrowed_calls);
     if (p->gpu_classes) gpu_sizes(b, p->gpu_classes);
     if (p->untimed_calls)   /* host sampling (plugin.c): times are estimates */
       sb_printf(b, ",\"untimed_calls\":%llu", (unsigned long long)p->untimed_calls);

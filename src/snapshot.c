@@ -148,7 +148,7 @@ static void path_estimate(collprof_path_stat *p, cp_gcls *g) {
    * of COLLPROF_LAUNCH_MIN_BYTES or more are timed); without a table, all */
   if (op) p->gpu_launch_calls = g ? cp_gcls_calls_from(g, cp_lt_min_bytes) : p->calls;
   if (g && op && p->gpu_samples) {   /* (KernelCh paths have samples, no estimate) */
-    cp_gpu_estimate(g, &p->gpu_est_ns, &p->gpu_est_calls, &p->gpu_outliers);
+    cp_gpu_estimate(g, &p->gpu_est_ns, &p->gpu_est_calls, &p->gpu_outliers, &p->gpu_borrowed_calls);
     p->gpu_classes = g;   /* freed with the snapshot */
     return;
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """gpu_estimate_oracle.py — checks each rank's GPU estimate per path
-(gpu_est_ns, gpu_est_calls, gpu_outliers of the rank files' path records)
+(gpu_est_ns, gpu_est_calls, gpu_outliers, gpu_borrowed_calls of the rank
+files' path records)
 against the rule of src/gpu_estimate.h, recomputed here from the same
 record's gpuSizes table and sharing no code with it (test/gpu_sampling.t).
 
@@ -16,7 +17,9 @@ below and above (by class index), the nearest one's mean beyond them.  A
 class whose only periodic sample exceeds 10x what the other sampled classes
 would lend it that way, with sampled classes on both sides, counts it once
 (an outlier) and borrows too.  No periodic sample in the whole path: only
-the first-call samples are covered.
+the first-call samples are covered.  Borrowed calls: those of the classes
+that borrowed, but their first-call and outlier samples (the record holds
+gpu_borrowed_calls only when there are some).
 
 Prints "ok N paths" or the differences.
 """
@@ -36,7 +39,7 @@ def estimate(sizes):
         if sf > s or fns > ns:
             sf, fns = 0, 0
         rows.append(dict(k=cls_index(lo), calls=calls, s=s, sf=sf, ns=ns, fns=fns, mx=mx))
-    est, covered, outliers = 0.0, 0, 0
+    est, covered, outliers, borrowed = 0.0, 0, 0, 0
     sampled = []          # (k, mean)
     for r in rows:
         if r["s"] >= r["calls"]:
@@ -97,11 +100,13 @@ def estimate(sizes):
         est += r["once_ns"]
         if r["mean"] is not None or sampled:
             m = r["mean"] if r["mean"] is not None else borrow(r["k"])
+            if r["mean"] is None:
+                borrowed += rest
             est += m * rest
             covered += r["once_n"] + rest
         else:
             covered += r["once_n"]
-    return est, covered, outliers
+    return est, covered, outliers, borrowed
 
 
 def final_paths(rankfile):
@@ -119,19 +124,22 @@ def final_paths(rankfile):
 
 
 def main():
-    bad, n = [], 0
+    bad, n, nb = [], 0, 0
     for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
         for p in final_paths(f):
             if "gpuSizes" not in p:
                 continue
             n += 1
-            est, cov, out = estimate(p["gpuSizes"])
+            est, cov, out, bor = estimate(p["gpuSizes"])
+            nb += bor > 0
             if (abs(est - p["gpu_est_ns"]) > 1 + 1e-6 * est or cov != p["gpu_est_calls"]
-                    or out != p["gpu_outliers"]):
-                bad.append("%s %s: plugin est %s calls %s outliers %s, rule %.0f %d %d" % (
+                    or out != p["gpu_outliers"] or bor != p.get("gpu_borrowed_calls", 0)):
+                bad.append("%s %s: plugin est %s calls %s outliers %s borrowed %s, rule %.0f %d %d %d" % (
                     os.path.basename(f), p["path"], p["gpu_est_ns"], p["gpu_est_calls"],
-                    p["gpu_outliers"], est, cov, out))
+                    p["gpu_outliers"], p.get("gpu_borrowed_calls", 0), est, cov, out, bor))
     print("; ".join(bad) if bad else "ok %d paths" % n)
+    if "-v" in sys.argv[2:]:
+        print("# %d of them with borrowed calls" % nb)
 
 
 if __name__ == "__main__":

@@ -90,17 +90,27 @@ for sc in ar_nvlink sendrecv ar_grouped mixed; do
 done
 # The summary of a sampled run: summary.json's estimate follows from its own
 # fields (the ranks' size-class parts, the pooled periodic mean for calls they
-# do not cover), and summary.log's GPU time table shows the same paths and
+# do not cover), its borrowed calls are the rank files' plus those the pooled
+# mean covers, and summary.log's GPU time table shows the same paths and
 # numbers.
 COLLATE=$BIN/collprof-collate
 for c in mixed.16 ar_nvlink.4 sendrecv.2_2_512; do
   if [ ! -x "$COLLATE" ] || [ ! -d "$T/$c" ]; then skip "$c: no collprof-collate or no run"; continue; fi
   "$COLLATE" -q "$T/$c" >"$T/collate.log" 2>&1
   res=$(python3 - "$T/$c/summary.json" "$T/$c/summary.log" <<'PY'
-import json, sys
+import glob, json, os, sys
 s = json.load(open(sys.argv[1]))
 bad = []
 want = {}
+rb = {}   # path -> the ranks' borrowed calls (their final path records)
+for f in glob.glob(os.path.join(os.path.dirname(sys.argv[1]), "*.jsonl")):
+    last = {}
+    for line in open(f):
+        r = json.loads(line)
+        if r.get("recordType") == "path":
+            last[r["local"]] = r
+    for r in last.values():
+        rb[r["path"]] = rb.get(r["path"], 0) + r.get("gpu_borrowed_calls", 0)
 for p in s["paths"]:
     if p["leafType"] not in ("ncclProfileColl", "ncclProfileP2p") or not p.get("gpu_samples"):
         continue
@@ -116,7 +126,12 @@ for p in s["paths"]:
         bad.append("%s: est %s per %s, fields say %s %s" % (p["path"], p["gpu_est_ns"], p["gpu_call_ns"], est, per))
     if p.get("gpu_first_only", False) != first_only:
         bad.append("%s: gpu_first_only %s, samples say %s" % (p["path"], p.get("gpu_first_only"), first_only))
-    want[p["path"]] = (C, S, Sf, p["gpu_outliers"], ">" if first_only else "~" if not p["gpu_exact"] else " ",
+    bor = None if first_only or S >= C else rb.get(p["path"], 0) + C - min(p["gpu_class_calls"], C)
+    if p.get("gpu_borrowed_calls") != bor:
+        bad.append("%s: gpu_borrowed_calls %s, rank files and pooled calls say %s" % (
+            p["path"], p.get("gpu_borrowed_calls"), bor))
+    want[p["path"]] = (C, S, Sf, p["gpu_outliers"], "-" if bor is None else bor,
+                       ">" if first_only else "~" if not p["gpu_exact"] else " ",
                        "%.6f" % (est / 1e9), ("f" if first_only else "") + "%.3f" % (per / 1e3))
 rows, on = {}, False
 for line in open(sys.argv[2]):
@@ -127,11 +142,11 @@ for line in open(sys.argv[2]):
         break
     if on and "|" in line and not line.strip().startswith("Calls"):
         f = [x.strip() for x in line.split("|")]
-        g = f[4]
+        g = f[5]
         if not int(f[1]):   # a path with timed launches only (launch_timer.t)
             continue
-        rows[f[8]] = (int(f[0]), int(f[1]), int(f[2]), int(f[3]), g[0] if g[0] in "~>" else " ", g.lstrip("~> "),
-                      f[5].replace(" ", ""))
+        rows[f[9]] = (int(f[0]), int(f[1]), int(f[2]), int(f[3]), f[4] if f[4] == "-" else int(f[4]),
+                      g[0] if g[0] in "~>" else " ", g.lstrip("~> "), f[6].replace(" ", ""))
 if rows != want:
     bad.append("summary.log GPU table %s != summary.json %s" % (rows, want))
 print("ok %d paths" % len(want) if not bad and want else "; ".join(bad) or "no sampled path")

@@ -16,10 +16,12 @@ static void smp(cp_gcls *g, unsigned k, uint64_t ns, int first) {
   cp_gcls_add_sample(g, k ? 1ull << (k - 1) : 0, ns, first);
 }
 
-/* as the snapshot does: class 0 from the path's calls, then the estimate */
+/* as the snapshot does: class 0 from the path's calls, then the estimate;
+ * the borrowed calls of the latest one in b_last */
+static uint64_t b_last;
 static void est(cp_gcls *g, uint64_t calls, uint64_t *e, uint64_t *c, uint64_t *o) {
   cp_gcls_fill_unsized(g, calls);
-  cp_gpu_estimate(g, e, c, o);
+  cp_gpu_estimate(g, e, c, o, &b_last);
 }
 
 int main(void) {
@@ -37,6 +39,7 @@ int main(void) {
     est(&g, 10, &e, &c, &o);
     is_u(e, 1000 + 110 * 9, "first-call sample once, periodic mean x the other 9 calls");
     ok(c == 10 && o == 0, "covers all 10 calls, no outlier");
+    is_u(b_last, 0, "one sampled class: no call borrows");
   }
   { /* every call sampled: exact, whatever the values */
     cp_gcls g; memset(&g, 0, sizeof g);
@@ -44,6 +47,7 @@ int main(void) {
     smp(&g, 3, 7, 1); smp(&g, 3, 70000, 0); smp(&g, 3, 9, 0); smp(&g, 9, 500, 0); smp(&g, 9, 501, 0);
     est(&g, 5, &e, &c, &o);
     ok(e == 7 + 70000 + 9 + 500 + 501 && c == 5 && o == 0, "every call sampled: the exact sum, no outlier taken out");
+    is_u(b_last, 0, "every call sampled: none borrowed");
   }
   { /* outlier: > 10x the mean of the class's other periodic samples */
     cp_gcls g; memset(&g, 0, sizeof g);
@@ -79,6 +83,7 @@ int main(void) {
     ok(o == 1 && c == 16 * 25 && fabs((double)e - want) <= 16,
        "a lone 6.8 ms sample at 2000x what its neighbours lend counts once, its class borrows "
        "(got %" PRIu64 ", want %.0f, %" PRIu64 " outliers)", e, want, o);
+    is_u(b_last, 13 * 25 + 24, "borrowed: the 13 unsampled classes' calls and the outlier class's other 24");
     memset(&g, 0, sizeof g);
     for (unsigned k = 4; k <= 19; k++) g.c[k].calls = 25;
     smp(&g, 6, 1344, 0); smp(&g, 17, 9000, 0); smp(&g, 19, 3328, 0);
@@ -100,6 +105,7 @@ int main(void) {
     ok(llabs((long long)e - (long long)want) <= 1 && c == 23,
        "class 5 between 3 (100) and 7 (1600): 400; 9 above: 1600; 1 and 0 below: 100 (got %" PRIu64 ", want %" PRIu64 ")",
        e, want);
+    is_u(b_last, 3 + 2 + 3 + 6, "borrowed: class 5 but its first-call sample, 9, 1 and 0 (sampled 3 and 7 not)");
     memset(&g, 0, sizeof g);
     g.c[10].calls = 3; g.c[13].calls = 3; g.c[11].calls = 1;
     smp(&g, 10, 1000, 0); smp(&g, 13, 8000, 0);
@@ -113,6 +119,7 @@ int main(void) {
     smp(&g, 4, 5000000, 1);
     est(&g, 35, &e, &c, &o);
     ok(e == 5000000 && c == 1 && o == 0, "only a first-call sample: it alone, 1 call covered (the collator pools the rest)");
+    is_u(b_last, 0, "no periodic sample anywhere: nothing lent here (the collator's pooled mean, counted there)");
   }
   { /* a damaged class (first part above its total) loses its first part */
     cp_gcls g; memset(&g, 0, sizeof g);
