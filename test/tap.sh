@@ -4,7 +4,8 @@
 #   plan 3; ok "build exists" test -x "$BIN/collprof-replay"; is "$a" "$b" "name"
 #
 # Sets B (build folder, from COLLPROF_BUILD or ./build), LIB, BIN, FIX (the
-# shared fixtures), and a private scratch folder T removed at exit.
+# shared fixtures next to the checkout, else the copies bundled in
+# share/fixtures), and a private scratch folder T removed at exit.
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 B=${COLLPROF_BUILD:-$TOP/build}
