@@ -103,6 +103,7 @@ static void read_rank(json_t *o, cp_rank_data *r) {
   r->gpu_sample_small_bytes = u64(o, "gpuSampleSmallBytes");
   /* files from before the start delay (mask_control.c): unknown */
   r->gpu_sample_delay_ms = json_object_get(o, "gpuSampleDelayMs") ? (int)cp_json_i64(o, "gpuSampleDelayMs") : -1;
+  r->gpu_sample_delay_auto = json_is_true(json_object_get(o, "gpuSampleDelayAuto"));
   r->trace_on = json_is_true(json_object_get(o, "traceOn")) || cp_json_i64(o, "traceOn") == 1;
   r->nccl_version = (int)cp_json_i64(o, "ncclVersion");
   snprintf(r->periods, sizeof r->periods, "%s", str(o, "periods"));

@@ -19,6 +19,7 @@ void cp_summary_config(cp_summary *out, const cp_rank_data *cfg, int world_size,
     out->gpu_sample_small = cfg->gpu_sample_small;
     out->gpu_sample_small_bytes = cfg->gpu_sample_small_bytes;
     out->gpu_sample_delay_ms = cfg->gpu_sample_delay_ms;
+    out->gpu_sample_delay_auto = cfg->gpu_sample_delay_auto;
     out->trace_on = cfg->trace_on;
     snprintf(out->periods, sizeof out->periods, "%s", cfg->periods);
     snprintf(out->windows, sizeof out->windows, "%s", cfg->windows);

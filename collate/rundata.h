@@ -77,6 +77,7 @@ typedef struct cp_rank_data {
   int gpu_sample_small;    /* rank record gpuSampleSmall (absent: 1, one in N for all) */
   uint64_t gpu_sample_small_bytes;
   int gpu_sample_delay_ms; /* rank record gpuSampleDelayMs (absent: -1, unknown) */
+  int gpu_sample_delay_auto; /* gpuSampleDelayAuto (absent: 0) */
   char periods[128];
   char windows[1024];      /* profiled windows (collprof.h), "" if never off */
   char mask_frozen[96];    /* why the event mask stopped changing, "" if it did not */
@@ -227,7 +228,8 @@ typedef struct cp_summary {
   int gpu_sample, trace_on;
   int gpu_sample_small;                  /* small calls: 1 in gpu_sample x this */
   uint64_t gpu_sample_small_bytes;       /* ...under this many bytes (0: none) */
-  int gpu_sample_delay_ms;               /* start delay of GPU sampling, -1 unknown */
+  int gpu_sample_delay_ms;               /* start delay of GPU sampling as it ran, -1 unknown */
+  int gpu_sample_delay_auto;             /* ...by the default rule (collprof.h) */
   char periods[128];
   char windows[1024];                    /* the config rank's profiled windows */
   double per_event_cost_ns;

@@ -17,6 +17,7 @@ int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_ra
   r->event_mask = s->event_mask; r->gpu_sample = s->gpu_sample; r->trace_on = s->trace_on;
   r->gpu_sample_small = s->gpu_sample_small; r->gpu_sample_small_bytes = s->gpu_sample_small_bytes;
   r->gpu_sample_delay_ms = (int)s->gpu_sample_delay_ms;
+  r->gpu_sample_delay_auto = s->gpu_sample_delay_auto;
   r->nccl_version = s->nccl_version;
   snprintf(r->periods, sizeof r->periods, "%s", s->periods);
   snprintf(r->windows, sizeof r->windows, "%s", s->windows);

@@ -164,6 +164,7 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
   cp_json_str(f, s->periods);
   if (s->gpu_sample_delay_ms >= 0) fprintf(f, ",\"gpuSampleDelayMs\":%d", s->gpu_sample_delay_ms);
   else fprintf(f, ",\"gpuSampleDelayMs\":null");
+  fprintf(f, ",\"gpuSampleDelayAuto\":%s", s->gpu_sample_delay_auto ? "true" : "false");
   fprintf(f, ",\"windows\":");
   cp_json_str(f, s->windows);
   fprintf(f, ",\"perEventCostNs\":"); num(f, s->per_event_cost_ns);

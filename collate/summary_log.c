@@ -319,13 +319,18 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   char rule[128];
   cp_gpu_rule_text(s->gpu_sample, s->gpu_sample_small, s->gpu_sample_small_bytes, rule, sizeof rule);
   fprintf(f, "  GPU sampling:                 %s\n", rule);
+  const char *da = s->gpu_sample_delay_auto ? "auto, " : "";
   if (s->gpu_sample_delay_ms > 0 && s->gpu_sample >= 2)
-    fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: %d (no sample before %d ms after the first NCCL call)\n",
-            s->gpu_sample_delay_ms, s->gpu_sample_delay_ms);
+    fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: %s%d (no sample before %d ms after the first NCCL call%s)\n", da,
+            s->gpu_sample_delay_ms, s->gpu_sample_delay_ms,
+            s->gpu_sample_delay_auto ? ": more than one communicator then" : "");
   else if (s->gpu_sample_delay_ms >= 0)   /* 0, or not in use: N = 1 ignores it, N = 0 samples nothing */
-    fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: %d (%s)\n", s->gpu_sample_delay_ms,
-            s->gpu_sample_delay_ms == 0 ? "no delay" : s->gpu_sample == 1 ? "not used: every API call sampled"
-                                                                         : "not used: no GPU sampling");
+    fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: %s%d (%s)\n", da, s->gpu_sample_delay_ms,
+            s->gpu_sample_delay_ms == 0 ? s->gpu_sample_delay_auto && s->gpu_sample >= 2
+                                              ? "no delay: one communicator at the first NCCL call"
+                                              : "no delay"
+            : s->gpu_sample == 1 ? "not used: every API call sampled"
+                                 : "not used: no GPU sampling");
   fprintf(f, "  COLLPROF_TRACE:               %d\n", s->trace_on);
   fprintf(f, "  COLLPROF_PERIODS:             %s\n", s->periods);
   fprintf(f, "  Profiled windows [s]:         %s\n", s->windows[0] ? s->windows : "all the time");

@@ -167,7 +167,11 @@ typedef struct collprof_snapshot {
                                       on one in gpu_sample x this (1: as the rest) */
   uint64_t gpu_sample_small_bytes; /* 0: no call counts as small */
   uint32_t gpu_sample_delay_ms;    /* no KernelCh sample in the first this many ms
-                                      (COLLPROF_GPU_SAMPLE_DELAY_MS) */
+                                      (COLLPROF_GPU_SAMPLE_DELAY_MS), as it ran: 0
+                                      where the default found one communicator */
+  int gpu_sample_delay_auto;       /* the delay is the default rule (the variable
+                                      unset, "auto" or bad): none for a process with
+                                      one communicator at its first call */
   /* tables */
   size_t npaths;
   collprof_path_stat *paths;       /* indexed by local_id */

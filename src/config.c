@@ -248,7 +248,16 @@ static void load(cp_config *c) {
   while (v & (v - 1)) v += v & -v;
   c->gpu_sample_small_bytes = v;
   v = 100;
-  get_num("COLLPROF_GPU_SAMPLE_DELAY_MS", 0, 3600000, &v);
+  {
+    const char *d = getenv("COLLPROF_GPU_SAMPLE_DELAY_MS");
+    c->gpu_sample_delay_auto = 1;
+    if (d && *d && strcasecmp(d, "auto") != 0) {   /* a number: that delay, always */
+      uint64_t x;
+      const char *why = NULL;
+      if (parse_u64(d, 3600000, &x, &why)) v = x, c->gpu_sample_delay_auto = 0;
+      else bad("COLLPROF_GPU_SAMPLE_DELAY_MS", d, why, "auto (100, none with one communicator)");
+    }
+  }
   c->gpu_sample_delay_ms = (uint32_t)v;
 
   c->trace_on = 1;

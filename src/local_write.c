@@ -170,8 +170,9 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
   uint64_t dropped = cp_trace_dropped();
   if (s->trace_dropped > dropped) dropped = s->trace_dropped;
   sb_printf(b, ",\"eventMask\":%u,\"gpuSample\":%d,\"gpuSampleSmall\":%d,\"gpuSampleSmallBytes\":%" PRIu64
-            ",\"gpuSampleDelayMs\":%u,\"traceOn\":%s,\"ncclVersion\":%d,\"periods\":",
+            ",\"gpuSampleDelayMs\":%u,\"gpuSampleDelayAuto\":%s,\"traceOn\":%s,\"ncclVersion\":%d,\"periods\":",
             s->event_mask, s->gpu_sample, s->gpu_sample_small, s->gpu_sample_small_bytes, s->gpu_sample_delay_ms,
+            s->gpu_sample_delay_auto ? "true" : "false",
             s->trace_on && !cp_trace_failed() ? "true" : "false", s->nccl_version);
   sb_str(b, s->periods);
   sb_printf(b, ",\"windows\":");

@@ -139,7 +139,20 @@
  * thread's first group start: threads whose ranks share a communicator
  * start their first calls before that first call can end (it sets up the
  * connections, with them), and others that start within D are covered.
- * The price for one thread: no KernelCh sample in its first D ms.
+ * The price for one thread: no KernelCh sample in its first D ms, and a
+ * sweep whose small sizes pass in them has none there (their GPU time is
+ * then borrowed from larger sizes: 1.4-2.9 times the exact time on a
+ * 2-H200 network sweep).  So the default (auto: the variable unset, "auto"
+ * or bad) runs no delay for a process that holds one communicator at its
+ * first group start: NCCL ends every communicator's init with a barrier of
+ * its ranks on the node (bootstrapIntraNodeBarrier, after the plugin's
+ * init), so a process whose threads each drive a rank of one communicator
+ * (nccl-tests -t, the ar4_threads capture) has had an init per rank by
+ * then, and one thread driving several GPUs too.  Left to the delay: a
+ * second thread on the same communicator, or on a communicator made after
+ * the first call; a freeze then may find KernelCh on (costly for that
+ * process, not a hang: the stderr line says so), and an explicit
+ * COLLPROF_GPU_SAMPLE_DELAY_MS keeps the delay whatever the count.
  *
  * Lean calls (COLLPROF_LEAN=1): a call that host sampling only counts
  * (plugin.c, "Host sampling") and that runs without KernelCh needs no
@@ -248,6 +261,9 @@ static atomic_uint_fast64_t g_forced_total;
 static atomic_int g_start_delay;       /* the start delay is running (header) */
 static uint64_t g_delay_ns;           /* D in ns */
 static uint64_t g_delay_end;          /* when it ends (cp_clock_now): set at the first group start */
+static int g_delay_auto;              /* the default rule (header): none with one communicator */
+static atomic_int g_delay_skipped;    /* ...and it found one: no delay ran */
+static atomic_uint g_attached;        /* communicator inits seen (cp_mask_attach) */
 
 /* One sample in flight (header): KernelCh events still due, and the epoch
  * that a reset after GATE_STALL_NS without progress starts anew. */
@@ -512,6 +528,7 @@ static void init_once(void) {
   atomic_store(&g_next_kc, g_n >= 1);     /* the first call is sampled */
   atomic_store(&g_next_first, g_n >= 2);  /* ...as a first-call sample (N = 1: all calls are) */
   g_delay_ns = (uint64_t)c->gpu_sample_delay_ms * 1000000u;
+  g_delay_auto = c->gpu_sample_delay_auto;
   if (g_n >= 2 && g_delay_ns) {           /* ...unless the start delay runs (header) */
     atomic_store(&g_next_kc, 0);
     atomic_store(&g_next_first, 0);
@@ -552,6 +569,7 @@ static void init_once(void) {
 HIDDEN uint32_t cp_mask_attach(int *eActivationMask) {
   pthread_once(&g_once, init_once);
   if (!eActivationMask) return 0;
+  atomic_fetch_add_explicit(&g_attached, 1, memory_order_relaxed);   /* the start delay's count (header) */
   atomic_store(&g_ptr, eActivationMask);
   if (atomic_load(&g_frozen))          /* keep the frozen value (one int per process) */
     return (uint32_t)__atomic_load_n(eActivationMask, __ATOMIC_RELAXED);
@@ -640,6 +658,11 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes) {
 
 HIDDEN void cp_mask_api_v4(void) { g_v4 = 1; }
 
+HIDDEN uint32_t cp_mask_start_delay_ms(void) {
+  pthread_once(&g_once, init_once);
+  return atomic_load(&g_delay_skipped) ? 0 : (uint32_t)(g_delay_ns / 1000000u);
+}
+
 static char g_frozen_text[96];         /* for the rank record, set once at the freeze */
 static atomic_int g_frozen_text_ready; /* ...and published after it is written */
 
@@ -677,7 +700,16 @@ HIDDEN void cp_mask_on_group_start(int tid) {
       (first == 0 && atomic_compare_exchange_strong(&g_group_tid, &first, tid))) {
     /* first still 0: this is the process's first group start, which
      * starts the start delay's clock (header) */
-    if (__builtin_expect(first == 0, 0)) g_delay_end = cp_clock_now() + g_delay_ns;
+    if (__builtin_expect(first == 0, 0)) {
+      g_delay_end = cp_clock_now() + g_delay_ns;
+      /* auto with one communicator: no delay (header); the next API call
+       * decides by the rule (its path forces a sample) */
+      if (g_delay_auto && atomic_load_explicit(&g_start_delay, memory_order_relaxed) &&
+          atomic_load_explicit(&g_attached, memory_order_relaxed) == 1) {
+        atomic_store(&g_delay_skipped, 1);
+        atomic_store(&g_start_delay, 0);
+      }
+    }
     /* Only the first calling thread counts its groups (a second thread
      * freezes the mask, after which the count is never read), so a plain
      * load and store do, not a locked read-modify-write at every call. */

@@ -119,4 +119,9 @@ void cp_mask_shutdown(void);
  * (paths.c): set when a Coll/P2p on that path got its first KernelCh. */
 int cp_path_gpu_seen(uint32_t path);
 
+/* The start delay in ms as it ran (mask_control.c, "Start delay"): the
+ * configured one, or 0 where the default found a single communicator at
+ * the process's first group start. */
+uint32_t cp_mask_start_delay_ms(void);
+
 #endif

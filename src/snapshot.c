@@ -213,7 +213,8 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   out->gpu_sample = cfg->gpu_sample;
   out->gpu_sample_small = (int)cfg->gpu_sample_small;
   out->gpu_sample_small_bytes = cfg->gpu_sample_small_bytes;
-  out->gpu_sample_delay_ms = cfg->gpu_sample_delay_ms;
+  out->gpu_sample_delay_ms = cp_mask_start_delay_ms();
+  out->gpu_sample_delay_auto = cfg->gpu_sample_delay_auto;
   out->trace_on = cfg->trace_on;
   out->nccl_version = cp_core_nccl_version();
   snprintf(out->periods, sizeof out->periods, "%s", cfg->periods);

@@ -197,18 +197,21 @@ for cw in "mixed.16|1 API call in 16, under 1048576 bytes 1 in 256|16 1048576" \
       "$T/$c/summary.json" 2>&1)" "$wj" "$c: summary.json config gpuSampleSmall, gpuSampleSmallBytes = $wj"
 done
 # The start delay (COLLPROF_GPU_SAMPLE_DELAY_MS, src/mask_control.c "Start
-# delay") with its default, 100 ms.  ar4_threads: two application threads
-# whose first calls came 3.4 ms apart; the second thread freezes the mask,
+# delay").  Its default, auto: 100 ms, none for a process with one
+# communicator at its first call.  ar4_threads: two application threads
+# (a communicator each, both initialised before the first call) whose
+# first calls came 3.4 ms apart; the second thread freezes the mask,
 # which must find KernelCh off (with no delay the first call is a sample
 # and the freeze finds it on: every call then runs with KernelCh).
-# ar_nvlink --timed: one thread whose first call took 3 s (connection
-# set-up), so the delay is over by its second call and sampling goes on.
+# ar_nvlink --timed with 100 ms: one thread whose first call took 3 s
+# (connection set-up), so the delay is over by its second call and
+# sampling goes on.
 frozen_view() {
   python3 -c 'import glob,json,sys
 for f in glob.glob(sys.argv[1] + "/*.jsonl"):
     for l in open(f):
         r = json.loads(l)
-        if r.get("recordType") == "rank": print("%s|%s|%s" % (r.get("maskFrozen"), r.get("gpuSampledCalls"), r.get("gpuSampleDelayMs")))' "$1"
+        if r.get("recordType") == "rank": print("%s|%s|%s|%s" % (r.get("maskFrozen"), r.get("gpuSampledCalls"), r.get("gpuSampleDelayMs"), r.get("gpuSampleDelayAuto")))' "$1"
 }
 for dl in default 0; do
   out=$T/delay.thr.$dl
@@ -219,9 +222,9 @@ for dl in default 0; do
     COLLPROF_GPU_SAMPLE_DELAY_MS=$dl COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 \
       "$REPLAY" --plugin "$PLUGIN" "$FIX"/ar4_threads/p0.jsonl >"$T/delay.log" 2>&1
   fi
-  want="NCCL calls from a second thread, KernelCh off|0|100"
-  [ "$dl" = 0 ] && want="NCCL calls from a second thread, KernelCh on|100|0"
-  is "$(frozen_view "$out")" "$want" "ar4_threads, start delay $dl: maskFrozen|gpuSampledCalls|gpuSampleDelayMs"
+  want="NCCL calls from a second thread, KernelCh off|0|100|True"
+  [ "$dl" = 0 ] && want="NCCL calls from a second thread, KernelCh on|100|0|False"
+  is "$(frozen_view "$out")" "$want" "ar4_threads, start delay $dl: maskFrozen|gpuSampledCalls|gpuSampleDelayMs|gpuSampleDelayAuto"
 done
 if [ -x "$COLLATE" ]; then
   "$COLLATE" -q "$T/delay.thr.default" >"$T/collate.log" 2>&1
@@ -233,15 +236,38 @@ if [ -x "$COLLATE" ]; then
 else
   skip "no collprof-collate"; skip "no collprof-collate"
 fi
-env -u COLLPROF_GPU_SAMPLE_DELAY_MS COLLPROF_OUTPUT_DIR="$T/delay.nv" COLLPROF_QUIET=1 \
+COLLPROF_GPU_SAMPLE_DELAY_MS=100 COLLPROF_OUTPUT_DIR="$T/delay.nv" COLLPROF_QUIET=1 \
   "$REPLAY" --timed --plugin "$PLUGIN" "$FIX"/ar_nvlink/p0.jsonl >"$T/delay.log" 2>&1
 res=$(frozen_view "$T/delay.nv")
-ok "ar_nvlink --timed, default delay: not frozen, KernelCh sampled once the delay is over ($res)" \
-  python3 -c 'import sys; f, n, d = sys.argv[1].split("|"); sys.exit(not (f == "" and int(n) >= 1 and d == "100"))' "$res"
+ok "ar_nvlink --timed, delay 100: not frozen, KernelCh sampled once the delay is over ($res)" \
+  python3 -c 'import sys; f, n, d, a = sys.argv[1].split("|"); sys.exit(not (f == "" and int(n) >= 1 and d == "100" and a == "False"))' "$res"
+# auto on one communicator (ar_nvlink, untimed: its 76 calls pass within
+# 100 ms): no delay, only call 0 unsampled (its mask was read before the
+# count), as gpu_sampling_oracle.py computes it
+env -u COLLPROF_GPU_SAMPLE_DELAY_MS COLLPROF_TRACE=0 COLLPROF_OUTPUT_DIR="$T/delay.one.auto" COLLPROF_QUIET=1 \
+  "$REPLAY" --no-mpi --plugin "$PLUGIN" "$FIX"/ar_nvlink/p0.jsonl >"$T/delay.log" 2>&1
+one_auto=$(plugin_view "$T/delay.one.auto")
+w1=$(env -u COLLPROF_GPU_SAMPLE_DELAY_MS python3 "$TOP/test/gpu_sampling_oracle.py" "$FIX"/ar_nvlink/p0.jsonl 16 start)
+w2=$(env -u COLLPROF_GPU_SAMPLE_DELAY_MS python3 "$TOP/test/gpu_sampling_oracle.py" "$FIX"/ar_nvlink/p0.jsonl 16 stop)
+if [ "$one_auto" == "$w2" ] && [ "$w1" != "$w2" ]; then want=$w2; else want=$w1; fi
+is "$one_auto" "$want" "ar_nvlink, default (auto) delay, one communicator: no delay, call 0 unsampled, as the oracle says"
+ok "...and samples from the second call on ($one_auto)" \
+  python3 -c 'import json,sys; v = json.loads(sys.argv[1]); sys.exit(not (v["sampled_calls"] > 0 and v["first"]))' "$one_auto"
+is "$(env -u COLLPROF_GPU_SAMPLE_DELAY_MS python3 "$TOP/test/gpu_sampling_oracle.py" "$FIX"/ar4_threads/p0.jsonl 16 2>&1)" \
+  "gpu_sampling_oracle.py: 2 communicators at the first call: the start delay runs (time: not modeled)" \
+  "the oracle: ar4_threads has two communicators at its first call (the delay runs)"
+is "$(frozen_view "$T/delay.one.auto")" "|$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["sampled_calls"])' "$one_auto")|0|True" \
+  "ar_nvlink, auto: the rank record says the delay ran 0 ms, by the default rule"
 if [ -x "$COLLATE" ]; then
   "$COLLATE" -q "$T/delay.nv" >"$T/collate.log" 2>&1
   is "$(sed -n 's/^  COLLPROF_GPU_SAMPLE_DELAY_MS: *//p' "$T/delay.nv/summary.log")" \
     "100 (no sample before 100 ms after the first NCCL call)" "summary.log gives the start delay"
+  "$COLLATE" -q "$T/delay.one.auto" >"$T/collate.log" 2>&1
+  is "$(sed -n 's/^  COLLPROF_GPU_SAMPLE_DELAY_MS: *//p' "$T/delay.one.auto/summary.log")" \
+    "auto, 0 (no delay: one communicator at the first NCCL call)" "summary.log: auto, and why no delay ran"
+  is "$(sed -n 's/^  COLLPROF_GPU_SAMPLE_DELAY_MS: *//p' "$T/delay.thr.default/summary.log")" \
+    "auto, 100 (no sample before 100 ms after the first NCCL call: more than one communicator then)" \
+    "summary.log: auto with two communicators, the delay ran"
   # ...and says it is not used where N = 1 ignores it
   COLLPROF_GPU_SAMPLE_DELAY_MS=100 COLLPROF_GPU_SAMPLE=1 COLLPROF_OUTPUT_DIR="$T/delay.n1" COLLPROF_QUIET=1 \
     "$REPLAY" --no-mpi --plugin "$PLUGIN" "$FIX"/ar_nvlink/p0.jsonl >"$T/delay.log" 2>&1
@@ -250,7 +276,10 @@ if [ -x "$COLLATE" ]; then
     "100 (not used: every API call sampled)" "summary.log: the start delay is not used with --gpu-sample 1"
   is "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["config"]["gpuSampleDelayMs"])' "$T/delay.nv/summary.json" 2>&1)" \
     "100" "summary.json config gpuSampleDelayMs"
+  is "$(python3 -c 'import json,sys; c = json.load(open(sys.argv[1]))["config"]; print(c["gpuSampleDelayMs"], c["gpuSampleDelayAuto"])' "$T/delay.one.auto/summary.json" 2>&1)" \
+    "0 True" "summary.json config gpuSampleDelayMs, gpuSampleDelayAuto with auto on one communicator"
 else
+  skip "no collprof-collate"; skip "no collprof-collate"; skip "no collprof-collate"
   skip "no collprof-collate"; skip "no collprof-collate"; skip "no collprof-collate"
 fi
 done_testing

@@ -43,6 +43,13 @@ sample does not count (nor mark its path) once 32 or more Coll/P2p of
 KernelCh-on calls started on the communicator after it, by the stop of one
 of its KernelCh (NCCL's 64 timestamp slots may have been reused).
 
+Start delay (environment COLLPROF_GPU_SAMPLE_DELAY_MS): a number must be 0
+here (a delay is time, not modeled); unset, empty or "auto" with N >= 2 is
+the default rule: a capture with one init before its first GroupApi runs no
+delay, but call 0 read its mask before that count (init publishes KernelCh
+off), so call 0 is not sampled and the rule goes on from its hook; with
+more inits the delay runs (not modeled: exit 2).
+
 Prints JSON: {"sampled_calls": .., "skipped": .., "paths": {coll/p2p path: calls that got
 KernelCh}, "first": {coll/p2p path: those of them that are first-call
 samples}, "sizes": {coll/p2p path with samples: [[smallest bytes of the
@@ -104,6 +111,21 @@ def main():
     next_first = n >= 2       # ...and it is a first-call sample
     group_first = False
     published = n >= 1        # KernelCh bit of the mask NCCL reads next
+    delay = os.environ.get("COLLPROF_GPU_SAMPLE_DELAY_MS", "")
+    if n >= 2 and delay.strip().lower() in ("", "auto"):
+        inits = 0
+        for line in open(cap):
+            r = json.loads(line)
+            if r["cb"] == "init":
+                inits += 1
+            elif r["cb"] == "start" and r["type"] == 256:
+                break
+        if inits != 1:
+            sys.exit("gpu_sampling_oracle.py: %d communicators at the first call: the start delay runs "
+                     "(time: not modeled)" % inits)
+        next_kc = next_first = published = False   # call 0 read the mask init published
+    elif n >= 2 and int(delay) != 0:
+        sys.exit("gpu_sampling_oracle.py: COLLPROF_GPU_SAMPLE_DELAY_MS=%s: a delay is time, not modeled" % delay)
     skipped = 0               # samples skipped while KernelCh were due
     group_kc = False
     open_groups = 0

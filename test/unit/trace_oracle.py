@@ -34,7 +34,7 @@ STATES = {8: "ProxyStepSendGPUWait", 9: "ProxyStepSendWait", 10: "ProxyStepRecvW
 META_KEYS = ["recordType", "tool", "version", "pid", "host", "wallTime", "wallNs", "ts",
              "eventMask", "config", "command"]
 RANK_KEYS = ["recordType", "rank", "worldSize", "pid", "host", "startWall", "startTs", "endTs",
-             "eventMask", "gpuSample", "gpuSampleSmall", "gpuSampleSmallBytes", "gpuSampleDelayMs", "traceOn", "ncclVersion", "periods", "windows", "maskFrozen", "eventsRecorded",
+             "eventMask", "gpuSample", "gpuSampleSmall", "gpuSampleSmallBytes", "gpuSampleDelayMs", "gpuSampleDelayAuto", "traceOn", "ncclVersion", "periods", "windows", "maskFrozen", "eventsRecorded",
              "eventsCounted", "eventsPxn", "unterminated", "blacklistEvictions", "unknownParent", "traceDropped",
              "badCalls", "gpuSampledCalls", "gpuSamplesDropped", "gpuSamplesDeferred", "gpuSampleGateResets",
              "gpuLaunchesTimed", "gpuLaunchesUnattributed", "gpuLaunchesSkipped", "gpuLaunchesUnread", "gpuLaunchesIdle", "memoryBytes",
