@@ -341,7 +341,11 @@ static void first_init(void) {
   cp_capture_init();
   cp_lt_setup();
   cp_affinity_probe();
-  if (cfg->trace_on) cp_trace_start();
+  /* With the trace off too: it registers the exit handler that writes the
+   * rank file of a process that exits without finalizing every
+   * communicator (many do), where the last finalize would have written it;
+   * without it such a run with COLLPROF_TRACE=0 left no file at all. */
+  cp_trace_start();
   atomic_store(&cp_hot.trace_on, cfg->trace_on ? 1 : 0);
   cp_defer_setup();   /* after the trace: its applier writes trace rings */
 }

@@ -249,4 +249,17 @@ python3 "$TD/gpu/capture_lint.py" "$T/cap/dbl.jsonl" >"$T/cap/dbl.out"
 is "$(tail -n 1 "$T/cap/dbl.out")" "capture_lint: 2 callback(s) on events already stopped in 1 file(s)" \
   "capture_lint: a stop twice and a state after the stop are found; the handle's reuse after a new start is not"
 
+# A process that exits without finalizing its communicator (many do), the
+# trace off: the rank file is still written at exit, with the profile
+# (with the trace off it used to leave no file at all).
+grep -v '"cb":"fini"' "$FIX/ar_nvlink/p0.jsonl" >"$T/nofini.jsonl"
+COLLPROF_TRACE=0 COLLPROF_OUTPUT_DIR="$T/nofini" COLLPROF_QUIET=1 "$REPLAY" --no-mpi "$T/nofini.jsonl" >/dev/null 2>&1
+is "$(python3 -c '
+import glob, json, sys
+f = glob.glob(sys.argv[1] + "/pid*.jsonl")
+rs = [json.loads(l) for l in open(f[0])] if f else []
+print(len(f), sum(r.get("recordType") == "event" for r in rs), any(r.get("recordType") == "rank" for r in rs),
+      max([r["calls"] for r in rs if r.get("path") == "GroupApi/CollApi:AllReduce/Coll:AllReduce"] or [0]))' "$T/nofini")" \
+  "1 0 True 76" "no finalize, trace off: one rank file at exit, no event line, the rank record and the Coll path's 76 calls"
+
 done_testing
