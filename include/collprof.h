@@ -168,10 +168,11 @@ typedef struct collprof_snapshot {
   uint64_t gpu_sample_small_bytes; /* 0: no call counts as small */
   uint32_t gpu_sample_delay_ms;    /* no KernelCh sample in the first this many ms
                                       (COLLPROF_GPU_SAMPLE_DELAY_MS), as it ran: 0
-                                      where the default found one communicator */
+                                      where the default found one rank of each
+                                      communicator */
   int gpu_sample_delay_auto;       /* the delay is the default rule (the variable
                                       unset, "auto" or bad): none for a process with
-                                      one communicator at its first call */
+                                      one rank of each communicator at its first call */
   /* tables */
   size_t npaths;
   collprof_path_stat *paths;       /* indexed by local_id */

@@ -255,7 +255,7 @@ static void load(cp_config *c) {
       uint64_t x;
       const char *why = NULL;
       if (parse_u64(d, 3600000, &x, &why)) v = x, c->gpu_sample_delay_auto = 0;
-      else bad("COLLPROF_GPU_SAMPLE_DELAY_MS", d, why, "auto (100, none with one communicator)");
+      else bad("COLLPROF_GPU_SAMPLE_DELAY_MS", d, why, "auto (100, none with one rank of each communicator)");
     }
   }
   c->gpu_sample_delay_ms = (uint32_t)v;

@@ -55,8 +55,8 @@ typedef struct cp_config {
                                KernelCh sample until this long after the first
                                call's group start (mask_control.c, "Start delay") */
   int gpu_sample_delay_auto; /* the delay is the default (unset, "auto", or a
-                               bad value): none for a process with a single
-                               communicator at its first call (mask_control.c) */
+                               bad value): none for a process with one rank of
+                               each communicator at its first call (mask_control.c) */
   int lean;                 /* COLLPROF_LEAN (default 1): a call that is only
                                counted asks NCCL for its API events alone
                                (mask_control.c, "Lean calls") */

@@ -143,16 +143,18 @@
  * sweep whose small sizes pass in them has none there (their GPU time is
  * then borrowed from larger sizes: 1.4-2.9 times the exact time on a
  * 2-H200 network sweep).  So the default (auto: the variable unset, "auto"
- * or bad) runs no delay for a process that holds one communicator at its
- * first group start: NCCL ends every communicator's init with a barrier of
- * its ranks on the node (bootstrapIntraNodeBarrier, after the plugin's
- * init), so a process whose threads each drive a rank of one communicator
- * (nccl-tests -t, the ar4_threads capture) has had an init per rank by
+ * or bad) runs no delay for a process that holds one rank of each of its
+ * communicators at its first group start (inits with distinct commIds:
+ * one GPU per process, however many communicators): NCCL ends every
+ * communicator's init with a barrier of its ranks on the node
+ * (bootstrapIntraNodeBarrier, after the plugin's init), so a process whose
+ * threads each drive a rank of one communicator (nccl-tests -t, the
+ * ar4_threads capture) has had an init per rank, two of one commId, by
  * then, and one thread driving several GPUs too.  Left to the delay: a
- * second thread on the same communicator, or on a communicator made after
- * the first call; a freeze then may find KernelCh on (costly for that
- * process, not a hang: the stderr line says so), and an explicit
- * COLLPROF_GPU_SAMPLE_DELAY_MS keeps the delay whatever the count.
+ * second thread on the same communicator, or on one of its own; a freeze
+ * then may find KernelCh on (costly for that process, not a hang: the
+ * stderr line says so), and an explicit COLLPROF_GPU_SAMPLE_DELAY_MS keeps
+ * the delay whatever the communicators.
  *
  * Lean calls (COLLPROF_LEAN=1): a call that host sampling only counts
  * (plugin.c, "Host sampling") and that runs without KernelCh needs no
@@ -261,9 +263,14 @@ static atomic_uint_fast64_t g_forced_total;
 static atomic_int g_start_delay;       /* the start delay is running (header) */
 static uint64_t g_delay_ns;           /* D in ns */
 static uint64_t g_delay_end;          /* when it ends (cp_clock_now): set at the first group start */
-static int g_delay_auto;              /* the default rule (header): none with one communicator */
+static int g_delay_auto;              /* the default rule (header): none with one rank per communicator */
 static atomic_int g_delay_skipped;    /* ...and it found one: no delay ran */
 static atomic_uint g_attached;        /* communicator inits seen (cp_mask_attach) */
+#define DELAY_IDS 64                  /* commIds kept for the auto rule; more: the delay runs */
+static pthread_mutex_t g_ids_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t g_ids[DELAY_IDS];
+static atomic_uint g_nids;            /* distinct commIds seen (cp_mask_comm_id) */
+static atomic_int g_ids_shared;       /* one repeated (two ranks of a communicator), 0, or too many */
 
 /* One sample in flight (header): KernelCh events still due, and the epoch
  * that a reset after GATE_STALL_NS without progress starts anew. */
@@ -658,6 +665,15 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes) {
 
 HIDDEN void cp_mask_api_v4(void) { g_v4 = 1; }
 
+HIDDEN void cp_mask_comm_id(uint64_t comm_id) {
+  pthread_mutex_lock(&g_ids_mu);   /* init only: rare, and may run on several threads */
+  unsigned n = atomic_load(&g_nids), i = 0;
+  while (i < n && g_ids[i] != comm_id) i++;
+  if (comm_id == 0 || i < n || n == DELAY_IDS) atomic_store(&g_ids_shared, 1);
+  else g_ids[n] = comm_id, atomic_store(&g_nids, n + 1);
+  pthread_mutex_unlock(&g_ids_mu);
+}
+
 HIDDEN uint32_t cp_mask_start_delay_ms(void) {
   pthread_once(&g_once, init_once);
   return atomic_load(&g_delay_skipped) ? 0 : (uint32_t)(g_delay_ns / 1000000u);
@@ -702,10 +718,10 @@ HIDDEN void cp_mask_on_group_start(int tid) {
      * starts the start delay's clock (header) */
     if (__builtin_expect(first == 0, 0)) {
       g_delay_end = cp_clock_now() + g_delay_ns;
-      /* auto with one communicator: no delay (header); the next API call
+      /* auto, one rank of each communicator: no delay (header); the next API call
        * decides by the rule (its path forces a sample) */
       if (g_delay_auto && atomic_load_explicit(&g_start_delay, memory_order_relaxed) &&
-          atomic_load_explicit(&g_attached, memory_order_relaxed) == 1) {
+          !atomic_load(&g_ids_shared) && atomic_load(&g_nids) == atomic_load(&g_attached)) {
         atomic_store(&g_delay_skipped, 1);
         atomic_store(&g_start_delay, 0);
       }

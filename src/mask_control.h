@@ -119,9 +119,14 @@ void cp_mask_shutdown(void);
  * (paths.c): set when a Coll/P2p on that path got its first KernelCh. */
 int cp_path_gpu_seen(uint32_t path);
 
+/* At each communicator init, after cp_mask_attach: its commId, for the
+ * start delay's default rule (mask_control.c, "Start delay": none where
+ * every init of the process is of a distinct commId). */
+void cp_mask_comm_id(uint64_t comm_id);
+
 /* The start delay in ms as it ran (mask_control.c, "Start delay"): the
- * configured one, or 0 where the default found a single communicator at
- * the process's first group start. */
+ * configured one, or 0 where the default found one rank of each
+ * communicator at the process's first group start. */
 uint32_t cp_mask_start_delay_ms(void);
 
 #endif

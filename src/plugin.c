@@ -2105,6 +2105,7 @@ static ncclResult_t init_common(void **context, uint64_t comm_id, int *mask, con
   }
   int mask_in = mask ? __atomic_load_n(mask, __ATOMIC_RELAXED) : 0;
   uint32_t m = mask ? cp_mask_attach(mask) : 0;
+  if (mask) cp_mask_comm_id(comm_id);
   char uuid[40];
   cp_cuda_uuid(uuid, sizeof uuid);
   cp_comm *c = cp_registry_add(comm_id, name, nnodes, nranks, rank, uuid);

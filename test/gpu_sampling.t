@@ -254,8 +254,26 @@ is "$one_auto" "$want" "ar_nvlink, default (auto) delay, one communicator: no de
 ok "...and samples from the second call on ($one_auto)" \
   python3 -c 'import json,sys; v = json.loads(sys.argv[1]); sys.exit(not (v["sampled_calls"] > 0 and v["first"]))' "$one_auto"
 is "$(env -u COLLPROF_GPU_SAMPLE_DELAY_MS python3 "$TOP/test/gpu_sampling_oracle.py" "$FIX"/ar4_threads/p0.jsonl 16 2>&1)" \
-  "gpu_sampling_oracle.py: 2 communicators at the first call: the start delay runs (time: not modeled)" \
-  "the oracle: ar4_threads has two communicators at its first call (the delay runs)"
+  "gpu_sampling_oracle.py: 2 inits of 1 communicators at the first call: the start delay runs (time: not modeled)" \
+  "the oracle: ar4_threads holds two ranks of one communicator at its first call (the delay runs)"
+# ...and with a second communicator of its own, initialised before the first
+# call and never used (one GPU per process with two communicators, as a
+# process of a job with data- and tensor-parallel groups): no delay either
+python3 - "$FIX"/ar_nvlink/p0.jsonl >"$T/two_comms.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+first = json.loads(lines[0])
+assert first["cb"] == "init"
+other = dict(first, ctx="0x1", commId=str(int(first["commId"]) + 1), rank=0)
+print(lines[0]); print(json.dumps(other))
+for l in lines[1:]:
+    print(l)
+PY
+env -u COLLPROF_GPU_SAMPLE_DELAY_MS COLLPROF_TRACE=0 COLLPROF_OUTPUT_DIR="$T/delay.two" COLLPROF_QUIET=1 \
+  "$REPLAY" --no-mpi --plugin "$PLUGIN" "$T/two_comms.jsonl" >"$T/delay.log" 2>&1
+w1=$(env -u COLLPROF_GPU_SAMPLE_DELAY_MS python3 "$TOP/test/gpu_sampling_oracle.py" "$T/two_comms.jsonl" 16 start)
+is "$(plugin_view "$T/delay.two")" "$w1" "two communicators, one rank each, default delay: no delay, as the oracle says"
+is "$(frozen_view "$T/delay.two" | cut -d'|' -f3,4)" "0|True" "...the rank record says the delay ran 0 ms, by the default rule"
 is "$(frozen_view "$T/delay.one.auto")" "|$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["sampled_calls"])' "$one_auto")|0|True" \
   "ar_nvlink, auto: the rank record says the delay ran 0 ms, by the default rule"
 if [ -x "$COLLATE" ]; then
@@ -264,9 +282,9 @@ if [ -x "$COLLATE" ]; then
     "100 (no sample before 100 ms after the first NCCL call)" "summary.log gives the start delay"
   "$COLLATE" -q "$T/delay.one.auto" >"$T/collate.log" 2>&1
   is "$(sed -n 's/^  COLLPROF_GPU_SAMPLE_DELAY_MS: *//p' "$T/delay.one.auto/summary.log")" \
-    "auto, 0 (no delay: one communicator at the first NCCL call)" "summary.log: auto, and why no delay ran"
+    "auto, 0 (no delay: one rank of each communicator at the first NCCL call)" "summary.log: auto, and why no delay ran"
   is "$(sed -n 's/^  COLLPROF_GPU_SAMPLE_DELAY_MS: *//p' "$T/delay.thr.default/summary.log")" \
-    "auto, 100 (no sample before 100 ms after the first NCCL call: more than one communicator then)" \
+    "auto, 100 (no sample before 100 ms after the first NCCL call: two ranks of a communicator then)" \
     "summary.log: auto with two communicators, the delay ran"
   # ...and says it is not used where N = 1 ignores it
   COLLPROF_GPU_SAMPLE_DELAY_MS=100 COLLPROF_GPU_SAMPLE=1 COLLPROF_OUTPUT_DIR="$T/delay.n1" COLLPROF_QUIET=1 \

@@ -45,10 +45,11 @@ of its KernelCh (NCCL's 64 timestamp slots may have been reused).
 
 Start delay (environment COLLPROF_GPU_SAMPLE_DELAY_MS): a number must be 0
 here (a delay is time, not modeled); unset, empty or "auto" with N >= 2 is
-the default rule: a capture with one init before its first GroupApi runs no
-delay, but call 0 read its mask before that count (init publishes KernelCh
-off), so call 0 is not sampled and the rule goes on from its hook; with
-more inits the delay runs (not modeled: exit 2).
+the default rule: a capture whose inits before its first GroupApi are all
+of distinct commIds runs no delay, but call 0 read its mask before that
+count (init publishes KernelCh off), so call 0 is not sampled and the rule
+goes on from its hook; with a commId twice the delay runs (not modeled:
+exit 1).
 
 Prints JSON: {"sampled_calls": .., "skipped": .., "paths": {coll/p2p path: calls that got
 KernelCh}, "first": {coll/p2p path: those of them that are first-call
@@ -113,16 +114,16 @@ def main():
     published = n >= 1        # KernelCh bit of the mask NCCL reads next
     delay = os.environ.get("COLLPROF_GPU_SAMPLE_DELAY_MS", "")
     if n >= 2 and delay.strip().lower() in ("", "auto"):
-        inits = 0
+        ids = []
         for line in open(cap):
             r = json.loads(line)
             if r["cb"] == "init":
-                inits += 1
+                ids.append(r["commId"])
             elif r["cb"] == "start" and r["type"] == 256:
                 break
-        if inits != 1:
-            sys.exit("gpu_sampling_oracle.py: %d communicators at the first call: the start delay runs "
-                     "(time: not modeled)" % inits)
+        if len(set(ids)) != len(ids) or "0" in ids or len(ids) > 64:
+            sys.exit("gpu_sampling_oracle.py: %d inits of %d communicators at the first call: the start delay "
+                     "runs (time: not modeled)" % (len(ids), len(set(ids))))
         next_kc = next_first = published = False   # call 0 read the mask init published
     elif n >= 2 and int(delay) != 0:
         sys.exit("gpu_sampling_oracle.py: COLLPROF_GPU_SAMPLE_DELAY_MS=%s: a delay is time, not modeled" % delay)

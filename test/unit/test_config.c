@@ -80,7 +80,7 @@ int main(void) {
      "default sizes");
   ok(c->trace_nice == 10, "default: the trace writer runs at nice 10");
   ok(c->gpu_sample_delay_ms == 100, "default: no KernelCh sample in the first 100 ms (COLLPROF_GPU_SAMPLE_DELAY_MS)");
-  ok(c->gpu_sample_delay_auto == 1, "default: the start delay is auto (none with one communicator)");
+  ok(c->gpu_sample_delay_auto == 1, "default: the start delay is auto (none with one rank of each communicator)");
   ok(c->periods[0] == 0, "no periods by default");
   ok(c->launch_sample == 64 && c->launch_interval_us == 5000,
      "default: one launch in 64 timed, at least 5 ms apart on average");
@@ -197,8 +197,8 @@ int main(void) {
   w = reload_with("COLLPROF_GPU_SAMPLE_DELAY_MS", "AUTO");
   ok(!w[0] && c->gpu_sample_delay_ms == 100 && c->gpu_sample_delay_auto, "COLLPROF_GPU_SAMPLE_DELAY_MS=AUTO: the default rule");
   free(w);
-  bad_value("COLLPROF_GPU_SAMPLE_DELAY_MS", "-5", "auto \\(100, none with one communicator\\)");
-  bad_value("COLLPROF_GPU_SAMPLE_DELAY_MS", "3600001", "auto \\(100, none with one communicator\\)");
+  bad_value("COLLPROF_GPU_SAMPLE_DELAY_MS", "-5", "auto \\(100, none with one rank of each communicator\\)");
+  bad_value("COLLPROF_GPU_SAMPLE_DELAY_MS", "3600001", "auto \\(100, none with one rank of each communicator\\)");
   ok(c->gpu_sample_delay_ms == 100 && c->gpu_sample_delay_auto, "bad COLLPROF_GPU_SAMPLE_DELAY_MS falls back to auto");
   ok(c->start_paused == 0, "bad COLLPROF_START_PAUSED falls back to 0");
   bad_value("COLLPROF_HOST_SAMPLE_US", "soon", "1000");
