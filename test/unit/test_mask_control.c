@@ -609,6 +609,33 @@ static void sc_no_delay_overlap(void) {
   first_call_overlap();
   check(cp_mask_frozen() && (MASK() & KC), "no delay: the same freezes KernelCh on (the bias the delay removes)");
 }
+/* The default (auto) delay: none where every init so far is of a distinct
+ * commId at the first group start, D otherwise; `ids` the commIds of the
+ * inits, UINT64_MAX for an init whose id has not come yet (attach only). */
+static void auto_delay(const uint64_t *ids, size_t nids, int want_delay, const char *what) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_delay_ms = 1000;
+  g_cfg.gpu_sample_delay_auto = 1;
+  for (size_t i = 0; i < nids; i++) {
+    cp_mask_attach(&g_mask);
+    if (ids[i] != UINT64_MAX) cp_mask_comm_id(ids[i]);
+  }
+  int kc = 0;
+  for (uint32_t p = 1; p <= 4; p++) delayed_call(1, p, &kc);
+  check(kc == !want_delay && cp_mask_start_delay_ms() == (want_delay ? 1000u : 0u),
+        "auto delay, %s: %s (KernelCh %s in 4 calls, delay %u ms)", what, want_delay ? "the delay runs" : "no delay",
+        kc ? "on" : "never on", cp_mask_start_delay_ms());
+}
+static void sc_auto_one(void) { const uint64_t i[] = {7}; auto_delay(i, 1, 0, "one communicator"); }
+static void sc_auto_distinct(void) { const uint64_t i[] = {7, 9, 11}; auto_delay(i, 3, 0, "three, one rank each"); }
+static void sc_auto_shared(void) { const uint64_t i[] = {7, 7}; auto_delay(i, 2, 1, "two ranks of one communicator"); }
+static void sc_auto_zero(void) { const uint64_t i[] = {0}; auto_delay(i, 1, 1, "commId 0 (unknown)"); }
+static void sc_auto_noid(void) { const uint64_t i[] = {7, UINT64_MAX}; auto_delay(i, 2, 1, "an init whose id is not known yet"); }
+static void sc_auto_many(void) {
+  uint64_t i[65];
+  for (size_t k = 0; k < 65; k++) i[k] = 100 + k;
+  auto_delay(i, 65, 1, "65 communicators (more than it keeps)");
+}
 static void sc_delay_n1(void) {
   config(DEFAULT_MASK, 1, "");
   g_cfg.gpu_sample_delay_ms = 1000;
@@ -1194,6 +1221,12 @@ int main(void) {
   run(sc_group_hold, 0);
   run(sc_second_thread, 0);
   run(sc_start_delay, 0);
+  run(sc_auto_one, 0);
+  run(sc_auto_distinct, 0);
+  run(sc_auto_shared, 0);
+  run(sc_auto_zero, 0);
+  run(sc_auto_noid, 0);
+  run(sc_auto_many, 0);
   run(sc_start_delay_threads, 0);
   run(sc_delay_overlap, 0);
   run(sc_no_delay_overlap, 0);
