@@ -18,6 +18,8 @@ for bin in "${bins[@]}"; do
     _tap_report 0 "$name"
   else
     _tap_report 1 "$name (exit $rc)"
-    sed 's/^/# stderr: /' "$T/$name.err" | head -n 20
+    # on stderr too, so that prove shows which check failed without -v
+    printf '%s\n' "$out" | grep -A3 '^not ok' | sed 's/^/# /' | head -n 40 >&2
+    sed 's/^/# stderr: /' "$T/$name.err" | head -n 20 | tee /dev/stderr
   fi
 done
