@@ -48,9 +48,9 @@ def load_pairs(pdir):
     return out
 
 
-def load_pass(pdir):
-    """{config: {(op, bytes): median paired ratio}} of one pass folder."""
-    return {c: {k: median(v) for k, v in sizes.items()} for c, sizes in load_pairs(pdir).items()}
+def pass_medians(pairs):
+    """{config: {(op, bytes): median paired ratio}} of one pass's load_pairs."""
+    return {c: {k: median(v) for k, v in sizes.items()} for c, sizes in pairs.items()}
 
 
 def median_interval(v, conf=0.95):
@@ -79,7 +79,8 @@ def main():
     top = sys.argv[1]
     passes = sorted((d for d in os.listdir(top) if d[:1] == "p" and d[1:].isdigit()), key=lambda d: int(d[1:])) \
         if os.path.isdir(top) else []
-    runs = [load_pass(os.path.join(top, d)) for d in passes]
+    pairs = [load_pairs(os.path.join(top, d)) for d in passes]   # read once: per pass and pooled
+    runs = [pass_medians(p) for p in pairs]
     runs = [r for r in runs if r]
     if not runs:
         sys.exit("ab_passes.py: no pN/CONFIG/app/ab.json under %s" % top)
@@ -127,12 +128,12 @@ def main():
     for i, c in enumerate(order):
         print("# [%d] %s: %d of %d sizes above 1.03 by their median over the passes%s" %
               (i, c, len(over[c]), len(keys), (" (" + ", ".join(over[c]) + ")") if over[c] else ""))
-    pooled(top, passes, order, keys)
+    pooled(pairs, order, keys)
 
 
-def pooled(top, passes, order, keys):
-    """Per size, every round of every pass together (module docstring)."""
-    pairs = [load_pairs(os.path.join(top, d)) for d in passes]
+def pooled(pairs, order, keys):
+    """Per size, every round of every pass together (module docstring);
+    pairs: load_pairs of each pass."""
     one_op = len({k[0] for k in keys}) == 1
     name = (lambda k: size_str(k[1])) if one_op else (lambda k: "%s %s" % (k[0], size_str(k[1])))
     print("#\n# per size, the paired rounds of all passes pooled: median [95% interval] (rounds); columns as above")
