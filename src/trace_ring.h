@@ -10,7 +10,8 @@
  * prefetch of the line 16 lines ahead (cp_trace_commit says why).  No ring
  * yet, a wrap, or a ring that may be half full (by the producer's cached
  * view of the tail) go out of line to cp_trace_reserve_slow, which also
- * counts a record dropped by a full ring.
+ * counts a record dropped by a full ring (and by one refilling after it
+ * was full: trace_writer.c says why).
  */
 #ifndef COLLPROF_TRACE_RING_H
 #define COLLPROF_TRACE_RING_H
@@ -31,6 +32,10 @@ typedef struct cp_ring {
   cp_unit *slots;
   uint64_t mask, half;            /* in units */
   struct cp_ring *next;
+  /* producer, slow path only (cp_trace_reserve_slow): the ring overflowed
+   * and has not drained to `resume` units since */
+  uint64_t resume;
+  int over;
   /* written by the consumer, on its own cache line */
   _Atomic uint64_t tail __attribute__((aligned(64)));
   _Atomic int state;

@@ -9,7 +9,7 @@ COLLPROF_BUILD=$B "$BIN/collprof-bench" --quick >"$T/out" 2>"$T/err"
 rc=$?
 sed 's/^/# /' "$T/out"
 is "$rc" 0 "collprof-bench --quick exits 0"
-for c in "collprof, trace on" "collprof, trace off" "do-nothing plugin"; do
+for c in "collprof, trace on" "collprof, trace off" "host sample auto, trace off" "do-nothing plugin"; do
   for t in 1 2; do
     ok "$c, T=$t: ns/event reported" \
       awk -v c="$c" -v t="$t" 'index($0, c) == 1 { n = split($0, f, " +"); for (i = 1; i <= n; i++) if (f[i] == t && f[i+1] + 0 > 0) found = 1 } END { exit !found }' "$T/out"

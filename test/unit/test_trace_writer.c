@@ -9,6 +9,9 @@
  *              parsing, and equal field for field to what the oracle
  *              rebuilds from the generating formula (make_rec below)
  *   tiny       COLLPROF_TRACE_BUFFER=4: drops counted exactly, one warning
+ *   refill     a ring that overflowed takes records again only once the
+ *              writer has drained it to three quarters (the writer held
+ *              still, its progress made by hand)
  *   unwritable output folder under a regular file: one warning, no file,
  *              no crash, snapshot still works
  *   full       the file is /dev/full: records counted as lost, one warning
@@ -33,6 +36,7 @@
 #include "trace.h"
 #include "trace_json.h"
 #include "trace_writer.h"
+#include "trace_ring.h"
 
 #include <dirent.h>
 #include <sched.h>
@@ -316,6 +320,70 @@ static int sc_unwritable(const char *expf) {
   cp_trace_flush_signal_safe();
   FILE *f = fopen(expf, "w");
   fprintf(f, "{\"write_local\":%d,\"snapshot\":%d,\"failed\":%d}\n", wl, snap, cp_trace_failed());
+  fclose(f);
+  return 0;
+}
+
+/* The writer thread naps with nanosleep (trace_writer.c): interposed here,
+ * so that a scenario can hold it still between two drains. */
+static _Atomic int hold_writer, writer_held;
+int nanosleep(const struct timespec *req, struct timespec *rem) {
+  char name[16] = "";
+  prctl(PR_GET_NAME, name, 0, 0, 0);
+  if (atomic_load(&hold_writer) && !strcmp(name, "collprof-trace")) {
+    atomic_store(&writer_held, 1);
+    const struct timespec ms = {0, 1000000};
+    while (atomic_load(&hold_writer)) syscall(SYS_nanosleep, &ms, NULL);
+    atomic_store(&writer_held, 0);
+  }
+  return (int)syscall(SYS_nanosleep, req, rem);
+}
+
+/* A full ring's refill (trace_writer.c, cp_trace_reserve_slow): with the
+ * writer held, records of 4 units fill the ring; then the writer's tail is
+ * moved by hand (as a drain would move it) and each put's fate noted:
+ * "held H accepted A drops D1 D2 D3 D4 D5" (dropped so far after each step). */
+static int sc_refill(const char *expf) {
+  setup_strings_and_comms();
+  atomic_store(&hold_writer, 1);
+  cp_trace_start();
+  for (int i = 0; i < 5000 && !atomic_load(&writer_held); i++) usleep(1000);
+  cp_rec r;
+  uint64_t put = 0;
+  while (cp_trace_dropped() == 0 && put < 100000) {
+    make_rec(&r, 0, put++);
+    cp_trace_put(&r);
+  }
+  unsigned long long d[5];
+  d[0] = cp_trace_dropped();
+  cp_ring *rg = cp_tl_ring;
+  const uint64_t units = rg->mask + 1;
+  /* the writer took 4 records: room for one, but not drained to 3/4 */
+  atomic_store(&rg->tail, 16);
+  make_rec(&r, 0, put++);
+  cp_trace_put(&r);
+  d[1] = cp_trace_dropped();
+  /* a quarter taken: the record would leave the ring one unit... four
+   * units above three quarters full */
+  atomic_store(&rg->tail, units / 4);
+  make_rec(&r, 0, put++);
+  cp_trace_put(&r);
+  d[2] = cp_trace_dropped();
+  /* one record more taken: it fits at exactly three quarters */
+  atomic_store(&rg->tail, units / 4 + 4);
+  make_rec(&r, 0, put++);
+  cp_trace_put(&r);
+  d[3] = cp_trace_dropped();
+  /* refilled: the next record goes in though the ring is above 3/4 */
+  make_rec(&r, 0, put++);
+  cp_trace_put(&r);
+  d[4] = cp_trace_dropped();
+  const int held = atomic_load(&writer_held);
+  atomic_store(&hold_writer, 0);
+  cp_trace_flush();
+  FILE *f = fopen(expf, "w");
+  fprintf(f, "held %d units %llu accepted %llu drops %llu %llu %llu %llu %llu\n", held,
+          (unsigned long long)units, (unsigned long long)(put - 5), d[0], d[1], d[2], d[3], d[4]);
   fclose(f);
   return 0;
 }
@@ -806,6 +874,7 @@ int main(int argc, char **argv) {
     const char *s = argv[1];
     if (!strcmp(s, "many")) return sc_many(argv[2]);
     if (!strcmp(s, "tiny")) return sc_tiny(argv[2]);
+    if (!strcmp(s, "refill")) return sc_refill(argv[2]);
     if (!strcmp(s, "nice")) return sc_nice(argv[2]);
     if (!strcmp(s, "yield")) return sc_yield(argv[2]);
     if (!strcmp(s, "unwritable")) return sc_unwritable(argv[2]);
@@ -862,6 +931,19 @@ int main(int argc, char **argv) {
   snprintf(cmdf, sizeof cmdf, "%s/tiny", tmp);
   pid_file(cmdf, f, sizeof f);
   ok(check("count", f, "tiny"), "tiny ring: file holds exactly the records not dropped");
+
+  /* a full ring refills to three quarters before it takes records again */
+  snprintf(e1, sizeof e1, "COLLPROF_OUTPUT_DIR=%s/refill", tmp);
+  const char *env_refill[] = {e1, "COLLPROF_TRACE_BUFFER=64", NULL};
+  rc = run("refill", env_refill, NULL);
+  snprintf(f, sizeof f, "%s/refill.expect", tmp);
+  exp = slurp(f);
+  ok(rc == 0 && exp && !strcmp(exp, "held 1 units 256 accepted 64 drops 1 2 3 3 3\n"),
+     "refill: 64 records fill a 256-unit ring; after the overflow a record is dropped with 4 "
+     "or 64 units drained and taken at 68 (three quarters full), and the next one too (%s)",
+     exp ? exp : "no file");
+  free(exp);
+  show_err("refill");
 
   /* the writer thread yields after each 64 KiB block it writes */
   snprintf(e1, sizeof e1, "COLLPROF_OUTPUT_DIR=%s/yield", tmp);
