@@ -76,6 +76,7 @@ void cp_agg_combine(cp_agg *into, const cp_agg *f) {
   into->ranks_with_nccl += f->ranks_with_nccl;
   into->events_recorded += f->events_recorded;
   into->events_pxn += f->events_pxn;
+  into->events_counted += f->events_counted;
   into->unterminated += f->unterminated;
   into->blacklist_evictions += f->blacklist_evictions;
   into->unknown_parent += f->unknown_parent;

@@ -262,6 +262,7 @@ static void agg_from_rank(const cp_rank_data *r, cp_agg *a) {
   a->ranks_reported = 1;
   a->ranks_with_nccl = r->ncomms > 0;
   a->events_recorded = r->events_recorded; a->events_pxn = r->events_pxn;
+  a->events_counted = r->events_counted;
   a->unterminated = r->unterminated; a->blacklist_evictions = r->blacklist_evictions;
   a->unknown_parent = r->unknown_parent; a->trace_dropped = r->trace_dropped;
   a->bad_calls = r->bad_calls; a->gpu_sampled_calls = r->gpu_sampled_calls;

@@ -46,6 +46,7 @@ int cp_write_rank_log(const cp_rank_data *r, const char *path) {
           r->host);
   fprintf(f, "Runtime [s]:      %.6f\n", r->end_ns > r->start_ns ? (double)(r->end_ns - r->start_ns) / 1e9 : 0.0);
   fprintf(f, "Events recorded:  %" PRIu64 "\n", r->events_recorded);
+  if (r->events_counted) fprintf(f, "Events counted:   %" PRIu64 " (only counted: host sampling)\n", r->events_counted);
   if (r->mask_frozen[0]) fprintf(f, "Event mask frozen: %s\n", r->mask_frozen);
   if (r->has_clock)
     fprintf(f, "Clock offset:     %" PRId64 " ns to rank 0 (round trip %" PRId64 " ns)\n",

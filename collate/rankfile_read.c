@@ -109,6 +109,7 @@ static void read_rank(json_t *o, cp_rank_data *r) {
   snprintf(r->periods, sizeof r->periods, "%s", str(o, "periods"));
   snprintf(r->windows, sizeof r->windows, "%s", str(o, "windows"));
   r->events_recorded = u64(o, "eventsRecorded"); r->events_pxn = u64(o, "eventsPxn");
+  r->events_counted = u64(o, "eventsCounted");
   r->unterminated = u64(o, "unterminated"); r->blacklist_evictions = u64(o, "blacklistEvictions");
   r->unknown_parent = u64(o, "unknownParent"); r->trace_dropped = u64(o, "traceDropped");
   r->bad_calls = u64(o, "badCalls"); r->gpu_sampled_calls = u64(o, "gpuSampledCalls");

@@ -84,6 +84,8 @@ typedef struct cp_rank_data {
   uint64_t events_recorded, events_pxn, unterminated, blacklist_evictions,
            unknown_parent, trace_dropped, bad_calls, gpu_sampled_calls,
            gpu_samples_dropped, gpu_samples_deferred, memory_bytes;
+  uint64_t events_counted;  /* rank record eventsCounted: events of calls only counted
+                               (host sampling, collprof.h); absent: 0 */
   uint64_t gpu_launches_timed, gpu_launches_unattributed, gpu_launches_skipped,
            gpu_launches_unread, gpu_launches_idle;   /* src/launch_timer.h */
   double per_event_cost_ns;
@@ -134,6 +136,8 @@ typedef struct cp_agg {
   uint64_t events_recorded, events_pxn, unterminated, blacklist_evictions,
            unknown_parent, trace_dropped, bad_calls, gpu_sampled_calls,
            gpu_samples_dropped, gpu_samples_deferred, memory_bytes;
+  uint64_t events_counted;               /* events only counted (host sampling): not in
+                                            events_recorded nor in overhead_ns */
   uint64_t gpu_launches_timed, gpu_launches_unattributed, gpu_launches_skipped, gpu_launches_unread,
            gpu_launches_idle;
   uint64_t memory_max_bytes;             /* max over ranks */

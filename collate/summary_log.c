@@ -259,8 +259,15 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   fprintf(f, "  Runtime [s]:                  %.6f (longest rank: %d)\n", sec(s->agg.runtime_max_ns),
           s->agg.runtime_max_rank);
   fprintf(f, "  Events recorded:              %" PRIu64 "\n", s->agg.events_recorded);
-  int counted = 0;   /* host sampling: calls only counted, whose cheaper callbacks the figure leaves out */
+  /* host sampling: events of calls only counted (on their path: no slot,
+   * no time, no trace record), whose cheaper callbacks the overhead
+   * figure leaves out; rank files without eventsCounted (older) say so
+   * only through their paths' untimed calls */
+  int counted = s->agg.events_counted != 0;
   for (size_t i = 0; i < s->npaths && !counted; i++) counted = s->paths[i].s.untimed_calls != 0;
+  if (s->agg.events_counted)
+    fprintf(f, "  Events counted only:          %" PRIu64 " (host sampling: counted on their path, neither timed nor traced)\n",
+            s->agg.events_counted);
   fprintf(f, "  Estimated overhead [s]:       %.6f (recorded events x per-event cost, all ranks%s)\n",
           sec(s->agg.overhead_ns), counted ? "; the callbacks of calls only counted not included" : "");
   fprintf(f, "  Memory used [MiB]:            %.3f (largest rank %.3f)\n",

@@ -113,6 +113,24 @@ def summaries(ref, smp):
     check(not any("untimed_calls" in p or "times_estimated" in p for p in pa.values()),
           "%s: the reference has no untimed_calls" % os.path.basename(ref))
     log = open(os.path.join(smp, "summary.log")).read()
+    # events only counted: the rank records' eventsCounted summed, and with
+    # the recorded ones every event the reference recorded (lean calls off)
+    counted = 0
+    for f in glob.glob(os.path.join(smp, "*.jsonl")):
+        for line in open(f):
+            if '"recordType":"rank"' in line:
+                counted += json.loads(line).get("eventsCounted", 0)
+    check(counted > 0 and b.get("events_counted") == counted,
+          "%s: summary.json events_counted %s = the rank records' eventsCounted %d" %
+          (name, b.get("events_counted"), counted))
+    check(a.get("events_counted") == 0, "%s: the reference's events_counted is 0" % os.path.basename(ref))
+    check(b["events_recorded"] + b.get("events_counted", -1) == a["events_recorded"],
+          "%s: events recorded + counted = the reference's recorded (%d + %s = %d)" %
+          (name, b["events_recorded"], b.get("events_counted"), a["events_recorded"]))
+    want = "  Events counted only:          %d (host sampling" % counted
+    check(want in log, "%s: summary.log has the events counted only (%r)" % (name, want))
+    check("Events counted only" not in open(os.path.join(ref, "summary.log")).read(),
+          "%s: the reference's summary.log has no such line" % os.path.basename(ref))
     check("Host times sampled (COLLPROF_HOST_SAMPLE)" in log, "%s: summary.log says the times are sampled" % name)
     check("Host times sampled" not in open(os.path.join(ref, "summary.log")).read(),
           "%s: the reference's summary.log does not" % os.path.basename(ref))
