@@ -330,7 +330,7 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   if (s->gpu_sample_delay_ms > 0 && s->gpu_sample >= 2)
     fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: %s%d (no sample before %d ms after the first NCCL call%s)\n", da,
             s->gpu_sample_delay_ms, s->gpu_sample_delay_ms,
-            s->gpu_sample_delay_auto ? ": not one rank of each communicator then" : "");
+            s->gpu_sample_delay_auto ? ": not one rank of each communicator, inited on one thread, then" : "");
   else if (s->gpu_sample_delay_ms >= 0)   /* 0, or not in use: N = 1 ignores it, N = 0 samples nothing */
     fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: %s%d (%s)\n", da, s->gpu_sample_delay_ms,
             s->gpu_sample_delay_ms == 0 ? s->gpu_sample_delay_auto && s->gpu_sample >= 2

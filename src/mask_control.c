@@ -150,8 +150,10 @@
  * (bootstrapIntraNodeBarrier, after the plugin's init), so a process whose
  * threads each drive a rank of one communicator (nccl-tests -t, the
  * ar4_threads capture) has had an init per rank, two of one commId, by
- * then, and one thread driving several GPUs too.  Left to the delay: a
- * second thread on the same communicator, or on one of its own; a freeze
+ * then, and one thread driving several GPUs too.  Inits on two threads
+ * run the delay too: threads that each init a communicator of their own
+ * (distinct commIds) will each call on theirs.  Left to the delay: a
+ * second thread calling on a communicator another thread inited; a freeze
  * then may find KernelCh on (costly for that process, not a hang: the
  * stderr line says so), and an explicit COLLPROF_GPU_SAMPLE_DELAY_MS keeps
  * the delay whatever the communicators.
@@ -224,7 +226,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HIDDEN __attribute__((visibility("hidden")))
 #define KC ((uint32_t)ncclProfileKernelCh)
@@ -270,7 +275,9 @@ static atomic_uint g_attached;        /* communicator inits seen (cp_mask_attach
 static pthread_mutex_t g_ids_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_ids[DELAY_IDS];
 static atomic_uint g_nids;            /* distinct commIds seen (cp_mask_comm_id) */
-static atomic_int g_ids_shared;       /* one repeated (two ranks of a communicator), 0, or too many */
+static atomic_int g_ids_shared;       /* one repeated (two ranks of a communicator), 0, too many,
+                                         or inits on two threads */
+static pid_t g_ids_tid;               /* the thread of the first init (under g_ids_mu) */
 
 /* One sample in flight (header): KernelCh events still due, and the epoch
  * that a reset after GATE_STALL_NS without progress starts anew. */
@@ -666,11 +673,16 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes) {
 HIDDEN void cp_mask_api_v4(void) { g_v4 = 1; }
 
 HIDDEN void cp_mask_comm_id(uint64_t comm_id) {
+  const pid_t tid = (pid_t)syscall(SYS_gettid);   /* init only: a system call is fine here */
   pthread_mutex_lock(&g_ids_mu);   /* init only: rare, and may run on several threads */
   unsigned n = atomic_load(&g_nids), i = 0;
   while (i < n && g_ids[i] != comm_id) i++;
-  if (comm_id == 0 || i < n || n == DELAY_IDS) atomic_store(&g_ids_shared, 1);
+  /* inits on two threads: threads that each drive a communicator of
+   * their own (header, "Start delay") */
+  const int other_thread = g_ids_tid != 0 && g_ids_tid != tid;
+  if (comm_id == 0 || i < n || n == DELAY_IDS || other_thread) atomic_store(&g_ids_shared, 1);
   else g_ids[n] = comm_id, atomic_store(&g_nids, n + 1);
+  if (!g_ids_tid) g_ids_tid = tid;
   pthread_mutex_unlock(&g_ids_mu);
 }
 

@@ -119,9 +119,10 @@ void cp_mask_shutdown(void);
  * (paths.c): set when a Coll/P2p on that path got its first KernelCh. */
 int cp_path_gpu_seen(uint32_t path);
 
-/* At each communicator init, after cp_mask_attach: its commId, for the
- * start delay's default rule (mask_control.c, "Start delay": none where
- * every init of the process is of a distinct commId). */
+/* At each communicator init, after cp_mask_attach, on the thread that
+ * inits: its commId, for the start delay's default rule (mask_control.c,
+ * "Start delay": none where every init of the process is of a distinct
+ * commId and all are on one thread). */
 void cp_mask_comm_id(uint64_t comm_id);
 
 /* The start delay in ms as it ran (mask_control.c, "Start delay"): the

@@ -284,7 +284,7 @@ if [ -x "$COLLATE" ]; then
   is "$(sed -n 's/^  COLLPROF_GPU_SAMPLE_DELAY_MS: *//p' "$T/delay.one.auto/summary.log")" \
     "auto, 0 (no delay: one rank of each communicator at the first NCCL call)" "summary.log: auto, and why no delay ran"
   is "$(sed -n 's/^  COLLPROF_GPU_SAMPLE_DELAY_MS: *//p' "$T/delay.thr.default/summary.log")" \
-    "auto, 100 (no sample before 100 ms after the first NCCL call: not one rank of each communicator then)" \
+    "auto, 100 (no sample before 100 ms after the first NCCL call: not one rank of each communicator, inited on one thread, then)" \
     "summary.log: auto with two communicators, the delay ran"
   # ...and says it is not used where N = 1 ignores it
   COLLPROF_GPU_SAMPLE_DELAY_MS=100 COLLPROF_GPU_SAMPLE=1 COLLPROF_OUTPUT_DIR="$T/delay.n1" COLLPROF_QUIET=1 \

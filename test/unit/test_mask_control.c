@@ -21,6 +21,7 @@
 #include "tls.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -643,6 +644,29 @@ static void sc_auto_distinct(void) { const uint64_t i[] = {7, 9, 11}; auto_delay
 static void sc_auto_shared(void) { const uint64_t i[] = {7, 7}; auto_delay(i, 2, 1, "two ranks of one communicator"); }
 static void sc_auto_zero(void) { const uint64_t i[] = {0}; auto_delay(i, 1, 1, "commId 0 (unknown)"); }
 static void sc_auto_noid(void) { const uint64_t i[] = {7, UINT64_MAX}; auto_delay(i, 2, 1, "an init whose id is not known yet"); }
+/* Two communicators of distinct commIds, each inited on a thread of its
+ * own (threads that each drive one): the delay runs. */
+static void *init_on_thread(void *id) {
+  cp_mask_attach(&g_mask);
+  cp_mask_comm_id(*(const uint64_t *)id);
+  return NULL;
+}
+static void sc_auto_threads(void) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_delay_ms = 1000;
+  g_cfg.gpu_sample_delay_auto = 1;
+  cp_mask_attach(&g_mask);
+  cp_mask_comm_id(7);
+  const uint64_t other = 9;
+  pthread_t th;
+  if (pthread_create(&th, NULL, init_on_thread, (void *)&other) != 0) { check(0, "pthread_create"); return; }
+  pthread_join(th, NULL);
+  int kc = 0;
+  for (uint32_t p = 1; p <= 4; p++) delayed_call(1, p, &kc);
+  check(!kc && cp_mask_start_delay_ms() == 1000u,
+        "auto delay, two distinct communicators inited on two threads: the delay runs (KernelCh %s in 4 calls, "
+        "delay %u ms)", kc ? "on" : "never on", cp_mask_start_delay_ms());
+}
 static void sc_auto_many(void) {
   uint64_t i[65];
   for (size_t k = 0; k < 65; k++) i[k] = 100 + k;
@@ -1239,6 +1263,7 @@ int main(void) {
   run(sc_auto_zero, 0);
   run(sc_auto_noid, 0);
   run(sc_auto_many, 0);
+  run(sc_auto_threads, 0);
   run(sc_start_delay_threads, 0);
   run(sc_delay_overlap, 0);
   run(sc_no_delay_overlap, 0);
