@@ -286,7 +286,9 @@ static void cp_run_summary(FILE *f, const cp_summary *s) {
   cp_row(f, "runtime", b, "runtime_ns", v);
   cp_row_u(f, "events recorded", a->events_recorded, "events_recorded", 0);
   if (a->events_counted) cp_row_u(f, "events counted only (host sampling)", a->events_counted, "events_counted", 0);
-  cp_row_u(f, "estimated overhead (all ranks)", a->overhead_ns, "overhead_ns", 1);
+  cp_row_u(f, a->overhead_insitu_ranks ? "estimated overhead (all ranks; callbacks timed in situ)"
+                                       : "estimated overhead (all ranks)",
+           a->overhead_ns, "overhead_ns", 1);
   snprintf(v, sizeof v, "%" PRIu64, a->memory_bytes);
   cp_row(f, "memory (all ranks)", cp_fmt_bytes(a->memory_bytes, b, sizeof b), "memory_bytes", v);
   cp_row_u(f, "unterminated events", a->unterminated, "unterminated", 0);

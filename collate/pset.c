@@ -274,8 +274,15 @@ static void agg_from_rank(const cp_rank_data *r, cp_agg *a) {
   a->gpu_launches_unread = r->gpu_launches_unread;
   a->gpu_launches_idle = r->gpu_launches_idle;
   a->memory_bytes = a->memory_max_bytes = r->memory_bytes;
-  double ov = (double)r->events_recorded * r->per_event_cost_ns;
-  a->overhead_ns = ov > 0 && isfinite(ov) ? (uint64_t)llround(ov) : 0;
+  if (r->cost_windows > 0 && r->cost_callbacks > 0) {   /* timed in situ (src/cost_sample.c) */
+    a->overhead_ns = r->cost_est_ns;
+    a->overhead_insitu_ranks = 1;
+    a->cost_callbacks = r->cost_callbacks; a->cost_windows = r->cost_windows;
+    a->cost_window_ns = r->cost_window_ns; a->cost_span_ns = r->cost_span_ns;
+  } else {
+    double ov = (double)r->events_recorded * r->per_event_cost_ns;
+    a->overhead_ns = ov > 0 && isfinite(ov) ? (uint64_t)llround(ov) : 0;
+  }
   uint64_t rt = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;
   if (r->start_wall_ns) {
     a->start_wall_min_ns = r->start_wall_ns;

@@ -110,6 +110,9 @@ static void read_rank(json_t *o, cp_rank_data *r) {
   snprintf(r->windows, sizeof r->windows, "%s", str(o, "windows"));
   r->events_recorded = u64(o, "eventsRecorded"); r->events_pxn = u64(o, "eventsPxn");
   r->events_counted = u64(o, "eventsCounted");
+  r->cost_callbacks = u64(o, "costCallbacks"); r->cost_windows = u64(o, "costWindows");
+  r->cost_window_ns = u64(o, "costWindowNs"); r->cost_span_ns = u64(o, "costSpanNs");
+  r->cost_est_ns = u64(o, "costNs");
   r->unterminated = u64(o, "unterminated"); r->blacklist_evictions = u64(o, "blacklistEvictions");
   r->unknown_parent = u64(o, "unknownParent"); r->trace_dropped = u64(o, "traceDropped");
   r->bad_calls = u64(o, "badCalls"); r->gpu_sampled_calls = u64(o, "gpuSampledCalls");

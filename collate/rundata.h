@@ -86,6 +86,9 @@ typedef struct cp_rank_data {
            gpu_samples_dropped, gpu_samples_deferred, memory_bytes;
   uint64_t events_counted;  /* rank record eventsCounted: events of calls only counted
                                (host sampling, collprof.h); absent: 0 */
+  uint64_t cost_callbacks, cost_windows, cost_window_ns, cost_span_ns,
+           cost_est_ns;     /* costCallbacks, costWindows, ...: callbacks timed in
+                               situ (src/cost_sample.c); absent: 0 */
   uint64_t gpu_launches_timed, gpu_launches_unattributed, gpu_launches_skipped,
            gpu_launches_unread, gpu_launches_idle;   /* src/launch_timer.h */
   double per_event_cost_ns;
@@ -137,11 +140,16 @@ typedef struct cp_agg {
            unknown_parent, trace_dropped, bad_calls, gpu_sampled_calls,
            gpu_samples_dropped, gpu_samples_deferred, memory_bytes;
   uint64_t events_counted;               /* events only counted (host sampling): not in
-                                            events_recorded nor in overhead_ns */
+                                            events_recorded */
+  uint64_t overhead_insitu_ranks;        /* ranks whose overhead_ns is timed in situ
+                                            (costNs); the others' is events x cost */
+  uint64_t cost_callbacks, cost_windows, cost_window_ns, cost_span_ns;   /* those ranks' */
   uint64_t gpu_launches_timed, gpu_launches_unattributed, gpu_launches_skipped, gpu_launches_unread,
            gpu_launches_idle;
   uint64_t memory_max_bytes;             /* max over ranks */
-  uint64_t overhead_ns;                  /* sum of llround(events x per-event cost) */
+  uint64_t overhead_ns;                  /* per rank: its costNs where callbacks were
+                                            timed in situ, else llround(events x
+                                            per-event cost); summed */
   int64_t start_wall_min_ns;             /* earliest start (INT64_MAX if none) */
   int64_t end_wall_max_ns;               /* latest start_wall + (end - start) */
   uint64_t runtime_max_ns;               /* longest rank (end - start) */

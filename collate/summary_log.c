@@ -268,8 +268,23 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   if (s->agg.events_counted)
     fprintf(f, "  Events counted only:          %" PRIu64 " (host sampling: counted on their path, neither timed nor traced)\n",
             s->agg.events_counted);
-  fprintf(f, "  Estimated overhead [s]:       %.6f (recorded events x per-event cost, all ranks%s)\n",
-          sec(s->agg.overhead_ns), counted ? "; the callbacks of calls only counted not included" : "");
+  /* In situ (src/cost_sample.c): every callback's time, estimated from
+   * those timed in windows; else the start-up cost per recorded event. */
+  const cp_agg *a = &s->agg;
+  const double cover = a->cost_span_ns ? 100.0 * (double)a->cost_window_ns / (double)a->cost_span_ns : 0;
+  if (a->overhead_insitu_ranks && a->overhead_insitu_ranks >= a->ranks_reported)
+    fprintf(f, "  Estimated overhead [s]:       %.6f (collprof's callbacks timed where NCCL made them: %" PRIu64
+               " in %" PRIu64 " windows, %.2f%% of the time; all ranks)\n",
+            sec(a->overhead_ns), a->cost_callbacks, a->cost_windows, cover);
+  else if (a->overhead_insitu_ranks)
+    fprintf(f, "  Estimated overhead [s]:       %.6f (callbacks timed where NCCL made them on %" PRIu64 " of %" PRIu64
+               " ranks: %" PRIu64 " in %" PRIu64 " windows, %.2f%% of the time; the others: recorded events x "
+               "per-event cost%s)\n",
+            sec(a->overhead_ns), a->overhead_insitu_ranks, a->ranks_reported, a->cost_callbacks, a->cost_windows,
+            cover, counted ? ", the callbacks of calls only counted not included" : "");
+  else
+    fprintf(f, "  Estimated overhead [s]:       %.6f (recorded events x per-event cost, all ranks%s)\n",
+            sec(a->overhead_ns), counted ? "; the callbacks of calls only counted not included" : "");
   fprintf(f, "  Memory used [MiB]:            %.3f (largest rank %.3f)\n",
           (double)s->agg.memory_bytes / 1048576.0, (double)s->agg.memory_max_bytes / 1048576.0);
   fprintf(f, "  Unterminated events:          %" PRIu64 "\n", s->agg.unterminated);

@@ -163,6 +163,16 @@ typedef struct collprof_snapshot {
                                       (e.g. "CUDA graph capture seen, KernelCh off") */
   uint64_t memory_bytes;           /* pools, path table, trace buffers */
   double per_event_cost_ns;        /* measured by the plugin on itself at start-up */
+  /* collprof's own callbacks timed where NCCL calls them, in windows at
+   * random times (src/cost_sample.c; COLLPROF_COST_SAMPLE_MS) */
+  uint64_t cost_callbacks;         /* callbacks timed, all threads */
+  uint64_t cost_timed_ns;          /* their time */
+  uint64_t cost_windows;           /* windows opened */
+  uint64_t cost_window_ns;         /* time the windows were open */
+  uint64_t cost_span_ns;           /* time since sampling started */
+  uint64_t cost_slow_ns;           /* of both, what the timing itself took */
+  uint64_t cost_est_ns;            /* every callback's time, estimated: timed x (span -
+                                      slow) / (window - slow); 0 when no window opened */
   int gpu_sample_small;            /* API calls under gpu_sample_small_bytes: KernelCh
                                       on one in gpu_sample x this (1: as the rest) */
   uint64_t gpu_sample_small_bytes; /* 0: no call counts as small */

@@ -215,6 +215,13 @@ static void load(cp_config *c) {
   get_num("COLLPROF_HOST_SAMPLE_US", 0, 3600000000ull, &v);
   c->host_sample_us = (uint32_t)v;
 
+  v = 100;   /* cost_sample.c: why windows of 1 ms every 100 */
+  get_num("COLLPROF_COST_SAMPLE_MS", 0, 3600000, &v);
+  c->cost_sample_ms = (uint32_t)v;
+  v = 1000;
+  get_num("COLLPROF_COST_WINDOW_US", 1, 3600000000ull, &v);
+  c->cost_window_us = (uint32_t)v;
+
   v = 2;
   get_num("COLLPROF_LAUNCH_RUN_GAP_US", 0, 1000000, &v);
   c->launch_run_gap_us = (uint32_t)v;

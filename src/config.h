@@ -39,6 +39,11 @@ typedef struct cp_config {
   int sample_seed_set;
   uint32_t host_sample_us;  /* COLLPROF_HOST_SAMPLE_US: auto's least spacing of a
                                thread's timed calls (default 1000) */
+  uint32_t cost_sample_ms;  /* COLLPROF_COST_SAMPLE_MS: mean time between two windows
+                               in which collprof times its own callbacks
+                               (cost_sample.c; default 100, 0: never) */
+  uint32_t cost_window_us;  /* COLLPROF_COST_WINDOW_US: such a window's length
+                               (default 1000; >= 1000 x the above: always) */
   char periods[128];        /* COLLPROF_PERIODS delay:duration[:repeat], "" none */
   uint32_t gpu_sample_us;   /* COLLPROF_GPU_SAMPLE_US (default 0: exactly one
                                call in N): a thread's KernelCh samples at least

@@ -15,6 +15,7 @@
 #include "collprof.h"
 #include "capture.h"
 #include "config.h"
+#include "cost_sample.h"
 #include "gpu_estimate.h"
 #include "launch_timer.h"
 #include "json_escape.h"
@@ -188,7 +189,9 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             "\"blacklistEvictions\":%llu,\"unknownParent\":%llu,\"traceDropped\":%llu,"
             "\"badCalls\":%llu,\"gpuSampledCalls\":%llu,\"gpuSamplesDropped\":%llu,"
             "\"gpuSamplesDeferred\":%llu,\"gpuSampleGateResets\":%llu,\"gpuLaunchesTimed\":%llu,"
-            "\"gpuLaunchesUnattributed\":%llu,\"gpuLaunchesSkipped\":%llu,\"gpuLaunchesUnread\":%llu,\"gpuLaunchesIdle\":%llu,\"memoryBytes\":%llu,\"perEventCostNs\":%.1f,\"command\":",
+            "\"gpuLaunchesUnattributed\":%llu,\"gpuLaunchesSkipped\":%llu,\"gpuLaunchesUnread\":%llu,\"gpuLaunchesIdle\":%llu,\"memoryBytes\":%llu,\"perEventCostNs\":%.1f,"
+            "\"costCallbacks\":%llu,\"costTimedNs\":%llu,\"costWindows\":%llu,\"costWindowNs\":%llu,"
+            "\"costSpanNs\":%llu,\"costSlowNs\":%llu,\"costNs\":%llu,\"command\":",
             (unsigned long long)s->events_recorded, (unsigned long long)s->events_counted,
             (unsigned long long)s->events_pxn,
             (unsigned long long)s->unterminated, (unsigned long long)s->blacklist_evictions,
@@ -199,7 +202,11 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             (unsigned long long)s->gpu_launches_unattributed, (unsigned long long)s->gpu_launches_skipped,
             (unsigned long long)s->gpu_launches_unread, (unsigned long long)s->gpu_launches_idle,
             (unsigned long long)s->memory_bytes,
-            s->per_event_cost_ns >= 0 && s->per_event_cost_ns < 1e15 ? s->per_event_cost_ns : 0.0);
+            s->per_event_cost_ns >= 0 && s->per_event_cost_ns < 1e15 ? s->per_event_cost_ns : 0.0,
+            (unsigned long long)s->cost_callbacks, (unsigned long long)s->cost_timed_ns,
+            (unsigned long long)s->cost_windows, (unsigned long long)s->cost_window_ns,
+            (unsigned long long)s->cost_span_ns, (unsigned long long)s->cost_slow_ns,
+            (unsigned long long)s->cost_est_ns);
   sb_str(b, cp_meta_command());
   cp_defer_counts dc;   /* proxy_defer.h: only when proxy-thread callbacks were recorded */
   cp_defer_get_counts(&dc);
@@ -332,6 +339,7 @@ void collprof_shutdown(void) {
   cp_defer_flush();   /* before the core stops taking callbacks */
   if (cp_plugin_stop) cp_plugin_stop();
   cp_mask_shutdown();
+  cp_cost_shutdown();
   collprof_write_local();
   cp_trace_close();
   cp_capture_close();

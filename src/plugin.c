@@ -74,6 +74,7 @@
 #include "capture.h"
 #include "clock.h"
 #include "config.h"
+#include "cost_sample.h"
 #include "counted_memo.h"
 #include "cuda_uuid.h"
 #include "handle.h"
@@ -314,6 +315,7 @@ static void pin_library(void) {
 
 static void after_fork_child(void) {
   atomic_store(&cp_hot.pid, (int)getpid());
+  cp_cost_after_fork();
   cp_pool_owner_after_fork();
   cp_thr_after_fork();
   cp_registry_after_fork();
@@ -338,6 +340,7 @@ static void first_init(void) {
   int v = 0;
   if (getver && getver(&v) == 0) atomic_store(&g.nccl_version, v);
   g.event_cost = cp_selfcost_measure();   /* trace still off here */
+  cp_cost_start();   /* after the self-cost: its calls are not NCCL's */
   cp_capture_init();
   cp_lt_setup();
   cp_affinity_probe();
@@ -2240,3 +2243,48 @@ static ncclResult_t v4_state(void *eHandle, ncclProfilerEventState_v4_t st, nccl
 CP_EXPORT ncclProfiler_v4_t ncclProfiler_v4 = {
   "collprof", v4_init, v4_start, api_stop, v4_state, fini_common,
 };
+
+/* ---- the timing wrappers (cost_sample.c): each callback's own time ---- */
+static ncclResult_t t5_start(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *d) {
+  const uint64_t t0 = cp_cost_begin();
+  const ncclResult_t r = v5_start(context, eHandle, d);
+  cp_cost_end(t0);
+  return r;
+}
+static ncclResult_t t_stop(void *eHandle) {
+  const uint64_t t0 = cp_cost_begin();
+  const ncclResult_t r = api_stop(eHandle);
+  cp_cost_end(t0);
+  return r;
+}
+static ncclResult_t t5_state(void *eHandle, ncclProfilerEventState_v5_t st, ncclProfilerEventStateArgs_v5_t *a) {
+  const uint64_t t0 = cp_cost_begin();
+  const ncclResult_t r = v5_state(eHandle, st, a);
+  cp_cost_end(t0);
+  return r;
+}
+static ncclResult_t t4_start(void *context, void **eHandle, ncclProfilerEventDescr_v4_t *d) {
+  const uint64_t t0 = cp_cost_begin();
+  const ncclResult_t r = v4_start(context, eHandle, d);
+  cp_cost_end(t0);
+  return r;
+}
+static ncclResult_t t4_state(void *eHandle, ncclProfilerEventState_v4_t st, ncclProfilerEventStateArgs_v4_t *a) {
+  const uint64_t t0 = cp_cost_begin();
+  const ncclResult_t r = v4_state(eHandle, st, a);
+  cp_cost_end(t0);
+  return r;
+}
+
+/* NCCL calls through the struct it looked up (its loader keeps a pointer
+ * to our symbol), so what these members name is what the next callback
+ * runs.  Pointer-sized aligned stores: a thread of NCCL's that reads the
+ * member at the same time gets the old function or the new one. */
+void cp_plugin_timed(int on) {
+  __atomic_store_n(&ncclProfiler_v5.startEvent, on ? t5_start : v5_start, __ATOMIC_RELEASE);
+  __atomic_store_n(&ncclProfiler_v5.stopEvent, on ? t_stop : api_stop, __ATOMIC_RELEASE);
+  __atomic_store_n(&ncclProfiler_v5.recordEventState, on ? t5_state : v5_state, __ATOMIC_RELEASE);
+  __atomic_store_n(&ncclProfiler_v4.startEvent, on ? t4_start : v4_start, __ATOMIC_RELEASE);
+  __atomic_store_n(&ncclProfiler_v4.stopEvent, on ? t_stop : api_stop, __ATOMIC_RELEASE);
+  __atomic_store_n(&ncclProfiler_v4.recordEventState, on ? t4_state : v4_state, __ATOMIC_RELEASE);
+}

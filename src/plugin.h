@@ -28,6 +28,9 @@ double cp_selfcost_measure(void);
 
 /* Numbers for the snapshot. */
 uint64_t cp_core_bad_calls(void);
+/* The exported structs name the timing wrappers (1) or the plain callbacks
+ * (0): cost_sample.c's windows. */
+void cp_plugin_timed(int on);
 int cp_core_nccl_version(void);
 double cp_core_event_cost(void);
 

@@ -18,6 +18,7 @@
 #include "collprof.h"
 #pragma GCC visibility push(hidden)
 #include "clock.h"
+#include "cost_sample.h"
 #include "output.h"
 #include "config.h"
 #include "handle.h"
@@ -221,6 +222,15 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   _Static_assert(sizeof out->windows >= CP_WINDOWS_TEXT, "the windows text fits the snapshot whole");
   snprintf(out->windows, sizeof out->windows, "%s", cp_mask_windows());
   out->per_event_cost_ns = cp_core_event_cost();
+  cp_cost_stats cs;
+  cp_cost_read(&cs);
+  out->cost_callbacks = cs.callbacks;
+  out->cost_timed_ns = cs.timed_ns;
+  out->cost_windows = cs.windows;
+  out->cost_window_ns = cs.window_ns;
+  out->cost_span_ns = cs.span_ns;
+  out->cost_slow_ns = cs.slow_ns;
+  out->cost_est_ns = cs.est_ns;
 
   size_t n = cp_path_count();
   out->paths = calloc(n ? n : 1, sizeof *out->paths);

@@ -160,6 +160,9 @@ typedef struct cp_thr {
   cp_cmemo_ent cmemo[CP_CMEMO];
   cp_cmemo_ent lmemo;           /* plugin.c lean_derive: the last lean call's Coll/P2p,
                                    keyed by its CollApi/P2pApi (counted_memo.h) */
+  /* cost_sample.c: this thread's callbacks timed in cost windows, and
+   * their time (single writer, relaxed; written only in windows) */
+  uint64_t cost_n, cost_ns;
 } cp_thr;
 _Static_assert(offsetof(cp_thr, last_pidx) < 56 && offsetof(cp_thr, prof) == 56, "cp_thr: line 0 as laid out");
 

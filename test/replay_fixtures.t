@@ -173,7 +173,7 @@ fi
 # plugin where collprof's output would get in the way.
 F1=$FIX/ar_nvlink/p0.jsonl
 NOOP=$LIB/libnccl-profiler-noop.so
-summary() { sed -n 's/^collprof-replay: callbacks \([0-9]*\), events started \([0-9]*\).*/\1 \2/p' "$1"; }
+summary() { sed -n 's/^collprof-replay: callbacks \([0-9]*\) ([^)]*), events started \([0-9]*\).*/\1 \2/p' "$1"; }
 mkdir -p "$T/load/none" "$T/load/default"
 NCCL_PROFILER_PLUGIN=none COLLPROF_OUTPUT_DIR="$T/load/none" "$REPLAY" --no-mpi "$F1" 2>"$T/load/none.err"
 is "$(summary "$T/load/none.err")" "0 0" "NCCL_PROFILER_PLUGIN=none: no callback at all"

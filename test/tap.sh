@@ -76,3 +76,8 @@ export COLLPROF_GPU_SAMPLE_US=0
 # 100 ms, and the tests hold the sampled calls to the rule; gpu_sampling.t
 # replays with the default to test the delay itself.
 export COLLPROF_GPU_SAMPLE_DELAY_MS=${COLLPROF_GPU_SAMPLE_DELAY_MS:-0}
+# No cost windows (src/cost_sample.c) unless a test asks: they open at
+# random times, so whether a short replay saw one (and which overhead line
+# its summary prints) would change from run to run; cost_sample.t tests
+# them.
+export COLLPROF_COST_SAMPLE_MS=${COLLPROF_COST_SAMPLE_MS:-0}

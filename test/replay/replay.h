@@ -54,6 +54,7 @@ ncclResult_t rp_host_fini(void *ctx, int counts_for_unload);
 
 /* Counters for the summary line. */
 uint64_t rp_host_callbacks(void);
+uint64_t rp_host_event_callbacks(void);   /* start, stop and state callbacks only */
 uint64_t rp_host_inits(void);     /* init calls made */
 uint64_t rp_host_finis(void);     /* finalize calls made */
 uint64_t rp_host_events_started(void);
@@ -122,6 +123,8 @@ typedef struct rp_capture {
 
 /* Read a capture; 0 on success (errors on stderr). */
 int rp_capture_read(const char *path, rp_capture *c);
+/* Its arrays (interned strings stay). */
+void rp_capture_free(rp_capture *c);
 /* Assign API-call roots for interface v (5: GroupApi; 4: Group). */
 void rp_capture_roots(rp_capture *c, int api);
 /* A string that stays valid until the process ends (same text, same pointer). */

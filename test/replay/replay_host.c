@@ -193,24 +193,30 @@ static void host_to_v4(const ncclProfilerEventDescr_v5_t *s, ncclProfilerEventDe
   }
 }
 
+/* A callback as NCCL finds it: read from the plugin's struct at every call
+ * (the plugin may swap its members while running: src/cost_sample.c); an
+ * atomic load where NCCL's is a plain one, so ThreadSanitizer sees the
+ * hand-over. */
+#define CALLBACK(plugin, member) __atomic_load_n(&(plugin)->member, __ATOMIC_ACQUIRE)
+
 ncclResult_t rp_host_start(void *ctx, void **handle, ncclProfilerEventDescr_v5_t *d) {
   rp_loaded *l = host_get();
   if (handle) *handle = NULL;
   if (!l) { host_count(&host_nskipped); return NCCL_OK; }
   host_count(&host_ncalls);
   host_count(&host_nstarted);
-  if (l->api == 5) return l->v5->startEvent(ctx, handle, d);
-  if (!d) return l->v4->startEvent(ctx, handle, NULL);
+  if (l->api == 5) return CALLBACK(l->v5, startEvent)(ctx, handle, d);
+  if (!d) return CALLBACK(l->v4, startEvent)(ctx, handle, NULL);
   ncclProfilerEventDescr_v4_t d4;
   host_to_v4(d, &d4);
-  return l->v4->startEvent(ctx, handle, &d4);
+  return CALLBACK(l->v4, startEvent)(ctx, handle, &d4);
 }
 
 ncclResult_t rp_host_stop(void *handle) {
   rp_loaded *l = host_get();
   if (!l) { host_count(&host_nskipped); return NCCL_OK; }
   host_count(&host_ncalls);
-  return l->api == 5 ? l->v5->stopEvent(handle) : l->v4->stopEvent(handle);
+  return l->api == 5 ? CALLBACK(l->v5, stopEvent)(handle) : CALLBACK(l->v4, stopEvent)(handle);
 }
 
 ncclResult_t rp_host_state(void *handle, int state, ncclProfilerEventStateArgs_v5_t *args) {
@@ -218,8 +224,8 @@ ncclResult_t rp_host_state(void *handle, int state, ncclProfilerEventStateArgs_v
   if (!l) { host_count(&host_nskipped); return NCCL_OK; }
   host_count(&host_ncalls);
   if (l->api == 5)
-    return l->v5->recordEventState(handle, (ncclProfilerEventState_v5_t)state, args);
-  return l->v4->recordEventState(handle, (ncclProfilerEventState_v4_t)state,
+    return CALLBACK(l->v5, recordEventState)(handle, (ncclProfilerEventState_v5_t)state, args);
+  return CALLBACK(l->v4, recordEventState)(handle, (ncclProfilerEventState_v4_t)state,
                                  (ncclProfilerEventStateArgs_v4_t *)args);
 }
 
@@ -244,6 +250,10 @@ ncclResult_t rp_host_fini(void *ctx, int counts_for_unload) {
 }
 
 uint64_t rp_host_callbacks(void) { return __atomic_load_n(&host_ncalls, __ATOMIC_RELAXED); }
+uint64_t rp_host_event_callbacks(void) {
+  return rp_host_callbacks() - __atomic_load_n(&host_ninit, __ATOMIC_RELAXED) -
+         __atomic_load_n(&host_nfini, __ATOMIC_RELAXED);
+}
 uint64_t rp_host_inits(void) { return __atomic_load_n(&host_ninit, __ATOMIC_RELAXED); }
 uint64_t rp_host_finis(void) { return __atomic_load_n(&host_nfini, __ATOMIC_RELAXED); }
 uint64_t rp_host_events_started(void) { return __atomic_load_n(&host_nstarted, __ATOMIC_RELAXED); }

@@ -93,11 +93,13 @@ int main(int argc, char **argv) {
       int api = rp_host_probe_api();
       nthreads = rp_replay(&c, api, timed);
       if (nthreads < 0) rc = 1;
+      rp_capture_free(&c);
     }
   }
-  rp_log("callbacks %llu, events started %llu, dropped by mask %llu, threads %d, seconds %.3f, "
-         "stale API stops %llu",
-         (unsigned long long)rp_host_callbacks(), (unsigned long long)rp_host_events_started(),
+  rp_log("callbacks %llu (start, stop, state: %llu), events started %llu, dropped by mask %llu, threads %d, "
+         "seconds %.3f, stale API stops %llu",
+         (unsigned long long)rp_host_callbacks(), (unsigned long long)rp_host_event_callbacks(),
+         (unsigned long long)rp_host_events_started(),
          (unsigned long long)rp_dropped(), nthreads < 0 ? 0 : nthreads, mono_s() - t0,
          (unsigned long long)rp_stale_api_stops());
   if (mpi) rp_mpi_finalize();

@@ -242,6 +242,14 @@ int rp_capture_read(const char *path, rp_capture *c) {
 /* The API call an event belongs to: NCCL reads the mask once per API call
  * (v5: at the GroupApi start; v4, which has no API events: at the Group
  * start) and every event of that call is emitted by that mask. */
+void rp_capture_free(rp_capture *c) {
+  free(c->lines);
+  free(c->events);
+  free(c->comms);
+  free(c->tids);
+  memset(c, 0, sizeof *c);
+}
+
 void rp_capture_roots(rp_capture *c, int api) {
   int32_t *last_groupapi = malloc((size_t)(c->nthreads ? c->nthreads : 1) * sizeof *last_groupapi);
   for (int i = 0; i < c->nthreads; i++) last_groupapi[i] = -1;

@@ -1,0 +1,238 @@
+/*
+ * cost_sample.c — collprof's own cost on the threads NCCL calls it on,
+ * measured in the application by sampling in time (cost_sample.h).
+ *
+ * Why: the per-event cost plugin.c measures at start-up (selfcost.c) is a
+ * hot loop's.  In a job NCCL's own work between two callbacks evicts
+ * collprof's lines, and on H200 hosts a callback on the application
+ * thread took 3-5x its hot-loop time (phase_timing.h); host sampling's
+ * counted events cost another amount again, and NCCL's proxy thread pays
+ * for its own.  Only timing the callbacks where they run says what they
+ * cost, and timing every one would cost two clock reads per callback.
+ *
+ * How: a thread of ours opens windows of COLLPROF_COST_WINDOW_US (1 ms)
+ * at random times, COLLPROF_COST_SAMPLE_MS (100 ms) apart on average (a
+ * gap drawn uniformly from 0 to twice the mean, so no period of the
+ * application's lines up with them).  Inside a window the plugin's
+ * exported structs name timing wrappers instead of the callbacks
+ * (plugin.c, cp_plugin_timed): NCCL reads the function pointer from the
+ * struct at every call (its loader keeps a pointer to the plugin's
+ * symbol), so outside the windows a callback costs exactly what it did.
+ * A wrapper reads the clock before and after the callback and adds the
+ * difference, less the clock reads' own (calibrated at start), to its
+ * thread's block.  Every callback of every thread in a window is timed,
+ * so the time inside windows is a uniform sample of the run's time:
+ * callbacks' time x run / window time estimates all of it, what the
+ * summary's overhead line gives (0.01 of the run, on the callbacks of
+ * that 1% alone: the wrappers' clock reads cost the windows' callbacks
+ * 10-30 ns each, nothing else).  A window count of 0 (a run shorter than
+ * the first gap) leaves the summary to the start-up figure.
+ * COLLPROF_COST_WINDOW_US >= 1000 x COLLPROF_COST_SAMPLE_MS: one window
+ * from start to end, every callback timed (the tests' exact count).
+ * COLLPROF_COST_SAMPLE_MS=0: never.
+ */
+#include "cost_sample.h"
+#include "config.h"
+#include "mix64.h"
+#include "plugin.h"
+#include "tls.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+#define NAP_SLICE_NS 5000000ull   /* shutdown waits for the thread at most this long */
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;   /* window bookkeeping, snapshot */
+static pthread_t g_thread;
+static atomic_int g_running, g_stop;
+static uint64_t g_floor_ns;     /* a wrapper's clock reads, timed around nothing */
+static uint64_t g_wrap_ps;      /* what a wrapper adds to a callback's time, in ps */
+static uint64_t g_t_start;      /* cp_clock_now at start; 0: never started */
+static uint64_t g_windows, g_window_ns, g_open_since;   /* under g_mu */
+static uint64_t g_every_ns, g_window_len_ns;
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleep until t (CLOCK_MONOTONIC) in slices, so that shutdown is quick;
+ * 0 when asked to stop. */
+static int nap_until(uint64_t t) {
+  for (;;) {
+    if (atomic_load(&g_stop)) return 0;
+    const uint64_t now = mono_ns();
+    if (now >= t) return 1;
+    const uint64_t until = t - now > NAP_SLICE_NS ? now + NAP_SLICE_NS : t;
+    const struct timespec ts = {(time_t)(until / 1000000000ull), (long)(until % 1000000000ull)};
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);   /* EINTR: loop */
+  }
+}
+
+static void window_open(uint64_t now) {
+  pthread_mutex_lock(&g_mu);
+  g_open_since = now;
+  g_windows++;
+  cp_plugin_timed(1);
+  pthread_mutex_unlock(&g_mu);
+}
+
+static void window_close(void) {
+  pthread_mutex_lock(&g_mu);
+  if (g_open_since) {
+    cp_plugin_timed(0);
+    const uint64_t now = cp_clock_now();
+    g_window_ns += now > g_open_since ? now - g_open_since : 0;
+    g_open_since = 0;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+static void *window_main(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);   /* handlers run on application threads */
+  prctl(PR_SET_NAME, "collprof-cost", 0, 0, 0);
+  uint64_t rng = cp_mix64(mono_ns() ^ (uint64_t)getpid() << 32);
+  const uint64_t mean_gap = g_every_ns > g_window_len_ns ? g_every_ns - g_window_len_ns : 0;
+  for (;;) {
+    rng = cp_mix64(rng + 0x9e3779b97f4a7c15ull);
+    const uint64_t gap = mean_gap ? rng % (2 * mean_gap + 1) : 0;
+    if (!nap_until(mono_ns() + gap)) break;
+    window_open(cp_clock_now());
+    const int go_on = nap_until(mono_ns() + g_window_len_ns);
+    window_close();
+    if (!go_on) break;
+  }
+  return NULL;
+}
+
+/* The timing's own cost: the least mean of a few rounds of two clock
+ * reads back to back, what a wrapper around nothing would measure. */
+static uint64_t calibrate(void) {
+  uint64_t best = UINT64_MAX;
+  for (int round = 0; round < 5; round++) {
+    uint64_t sum = 0;
+    for (int i = 0; i < 256; i++) {
+      const uint64_t a = cp_clock_now(), b = cp_clock_now();
+      sum += b - a;
+    }
+    if (sum / 256 < best) best = sum / 256;
+  }
+  return best;
+}
+
+/* What a wrapper adds to the time of a callback, in ps: a loop of calls to
+ * an empty function through the wrapper's two halves (into a block of
+ * our own), against the same loop without them; the least of a few
+ * rounds.  A window's time less its callbacks' share of this is the time
+ * the application would have had without the timing (cp_cost_read). */
+static __attribute__((noinline)) void empty_callback(void) { __asm__ volatile(""); }
+static cp_thr g_probe_thr;
+static uint64_t calibrate_wrapper(void) {
+  enum { N = 512 };
+  uint64_t best = UINT64_MAX;
+  cp_thr *const saved = cp_tls_thr;
+  cp_tls_thr = &g_probe_thr;
+  for (int round = 0; round < 5; round++) {
+    const uint64_t a = cp_clock_now();
+    for (int i = 0; i < N; i++) empty_callback();
+    const uint64_t b = cp_clock_now();
+    for (int i = 0; i < N; i++) {
+      const uint64_t t0 = cp_cost_begin();
+      empty_callback();
+      cp_cost_end(t0);
+    }
+    const uint64_t c = cp_clock_now();
+    const uint64_t plain = b - a, timed = c - b;
+    const uint64_t extra = timed > plain ? (timed - plain) * 1000 / N : 0;
+    if (extra < best) best = extra;
+  }
+  cp_tls_thr = saved;
+  return best;
+}
+
+static void start_once(void) {
+  const cp_config *c = cp_config_get();
+  if (c->cost_sample_ms == 0) return;
+  g_every_ns = (uint64_t)c->cost_sample_ms * 1000000ull;
+  g_window_len_ns = (uint64_t)c->cost_window_us * 1000ull;
+  g_floor_ns = calibrate();
+  g_wrap_ps = calibrate_wrapper();
+  g_t_start = cp_clock_now();
+  if (g_window_len_ns >= g_every_ns) {   /* always: one window, the whole run */
+    window_open(g_t_start);
+    return;
+  }
+  if (pthread_create(&g_thread, NULL, window_main, NULL) == 0) atomic_store(&g_running, 1);
+  else cp_warn("cannot start the cost-sampling thread; the summary's overhead is the start-up estimate");
+}
+
+HIDDEN void cp_cost_start(void) { pthread_once(&g_once, start_once); }
+
+HIDDEN void cp_cost_shutdown(void) {
+  if (atomic_exchange(&g_running, 0)) {
+    atomic_store(&g_stop, 1);
+    pthread_join(g_thread, NULL);   /* within one NAP_SLICE_NS */
+  }
+  window_close();
+}
+
+HIDDEN void cp_cost_after_fork(void) {
+  /* The thread is the parent's; the mutex may have been held by it. */
+  atomic_store(&g_running, 0);
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_mu = fresh;
+  cp_plugin_timed(0);
+  g_open_since = 0;
+}
+
+HIDDEN void cp_cost_end(uint64_t t0) {
+  const uint64_t t1 = cp_clock_now();
+  cp_thr *t = cp_tls_thr;
+  if (__builtin_expect(t == NULL, 0)) return;   /* a callback that made no block (a bad one) */
+  const uint64_t d = t1 > t0 + g_floor_ns ? t1 - t0 - g_floor_ns : 0;
+  cp_inc(&t->cost_n, 1);
+  cp_inc(&t->cost_ns, d);
+}
+
+HIDDEN uint64_t cp_cost_scale(uint64_t timed_ns, uint64_t span_ns, uint64_t window_ns) {
+  if (window_ns == 0) return 0;
+  if (span_ns <= window_ns) return timed_ns;
+  const long double v = (long double)timed_ns * (long double)span_ns / (long double)window_ns;
+  return v >= 1.8e19L ? UINT64_MAX : (uint64_t)(v + 0.5L);
+}
+
+HIDDEN void cp_cost_read(cp_cost_stats *out) {
+  out->callbacks = out->timed_ns = 0;
+  for (cp_thr *t = cp_thr_all(); t; t = t->next) {
+    out->callbacks += cp_ld(&t->cost_n);
+    out->timed_ns += cp_ld(&t->cost_ns);
+  }
+  pthread_mutex_lock(&g_mu);
+  const uint64_t now = cp_clock_now();
+  out->windows = g_windows;
+  out->window_ns = g_window_ns + (g_open_since && now > g_open_since ? now - g_open_since : 0);
+  out->span_ns = g_t_start && now > g_t_start ? now - g_t_start : 0;
+  const int always = g_windows == 1 && g_open_since == g_t_start && g_t_start;
+  pthread_mutex_unlock(&g_mu);
+  if (out->span_ns < out->window_ns) out->span_ns = out->window_ns;
+  /* Inside a window every callback ran slower by the timing itself, so
+   * the application made fewer of them there than elsewhere: the window
+   * (and the run) stand for the time they would have taken without it,
+   * less that slowdown (calibrate_wrapper).  A window over the whole run
+   * needs no scaling at all. */
+  uint64_t slow = (uint64_t)((long double)out->callbacks * (long double)g_wrap_ps / 1000.0L);
+  if (always || slow >= out->window_ns) slow = 0;
+  out->slow_ns = slow;
+  out->est_ns = always ? out->timed_ns : cp_cost_scale(out->timed_ns, out->span_ns - slow, out->window_ns - slow);
+}

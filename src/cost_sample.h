@@ -1,0 +1,47 @@
+/*
+ * cost_sample.h — what collprof costs the threads NCCL calls it on,
+ * measured there, by sampling in time (cost_sample.c says how and why).
+ *
+ * The plugin's exported structs name the plain callbacks; for a window of
+ * COLLPROF_COST_WINDOW_US every COLLPROF_COST_SAMPLE_MS or so (at random)
+ * they name timing wrappers instead (plugin.c, cp_plugin_timed), which add
+ * each callback's own time to its thread's block.  Outside the windows a
+ * callback pays nothing for this.
+ */
+#ifndef COLLPROF_COST_SAMPLE_H
+#define COLLPROF_COST_SAMPLE_H
+#include <stdint.h>
+#include "clock.h"
+
+/* At first init: calibrate, start the window thread (config).  Idempotent. */
+void cp_cost_start(void);
+/* Stop the window thread (within 5 ms) and name the plain callbacks again. */
+void cp_cost_shutdown(void);
+/* In a forked child: no window thread there; plain callbacks. */
+void cp_cost_after_fork(void);
+
+/* The timing wrappers' two halves (plugin.c): the clock before the
+ * callback, then after it the time spent added to this thread's block. */
+static inline uint64_t cp_cost_begin(void) { return cp_clock_now(); }
+void cp_cost_end(uint64_t t0);
+
+/* Where the measurement stands (snapshot.c). */
+typedef struct cp_cost_stats {
+  uint64_t callbacks;   /* callbacks timed, all threads */
+  uint64_t timed_ns;    /* their time, less the timing's own (calibrated) */
+  uint64_t windows;     /* windows opened (always on: 1) */
+  uint64_t window_ns;   /* time windows were open, the one open now included */
+  uint64_t span_ns;     /* since the window thread started */
+  uint64_t slow_ns;     /* of window_ns (and span_ns), the timing's own: callbacks
+                           x what a wrapper adds (calibrated at start) */
+  uint64_t est_ns;      /* timed_ns x (span_ns - slow_ns) / (window_ns - slow_ns):
+                           every callback's time, estimated; 0 when no window
+                           has opened */
+} cp_cost_stats;
+void cp_cost_read(cp_cost_stats *out);
+
+/* timed x span / window, rounded, without overflow; 0 when window is 0
+ * (exposed for the unit test) */
+uint64_t cp_cost_scale(uint64_t timed_ns, uint64_t span_ns, uint64_t window_ns);
+
+#endif

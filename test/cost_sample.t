@@ -1,0 +1,57 @@
+#!/bin/bash
+# cost_sample.t — collprof's callbacks timed where NCCL makes them
+# (src/cost_sample.c), on CPU: captures replayed through libcollprof.so.
+# Every callback timed (one window the length of the run): the rank
+# record counts exactly the start, stop and state callbacks the replay
+# made; off: nothing; windows at random times (a replay at the capture's
+# own pace): some callbacks timed, the estimate scaled by the time
+# covered; the offline and the MPI summary's overhead are the ranks'
+# in-situ figures (cost_sample_check.py says each rule).
+. "$(dirname "$0")/tap.sh"
+need_replay_collate
+CHK=(python3 "$TOP/test/cost_sample_check.py")
+
+replay() { # OUT SAMPLE_MS WINDOW_US [REPLAY ARGS...]
+  local out=$1 ms=$2 us=$3; shift 3
+  rm -rf "$out"
+  COLLPROF_COST_SAMPLE_MS=$ms COLLPROF_COST_WINDOW_US=$us COLLPROF_OUTPUT_DIR="$out" COLLPROF_QUIET=1 \
+    "$REPLAY" --no-mpi --plugin "$PLUGIN" "$@" >"$out.log" 2>&1
+}
+
+for sc in ar_nvlink ar_net ar4_threads; do
+  cap=$FIX/$sc/p0.jsonl
+  [ -s "$cap" ] || { skip "$sc: no capture"; continue; }
+  replay "$T/$sc.always" 1 1000 "$cap"
+  is "$?" 0 "$sc, every callback timed: the replay exits 0"
+  "${CHK[@]}" always "$T/$sc.always" "$T/$sc.always.log" >"$T/chk" 2>&1
+  tap_from_checker "$T/chk"
+  replay "$T/$sc.off" 0 1000 "$cap"
+  "${CHK[@]}" off "$T/$sc.off" >"$T/chk" 2>&1
+  tap_from_checker "$T/chk"
+done
+
+# windows of 0.3 ms about every 2 ms, on a replay at the capture's pace
+replay "$T/win" 2 300 --timed "$FIX/ar_net/p0.jsonl"
+is "$?" 0 "windows at random times: the replay exits 0"
+"${CHK[@]}" windows "$T/win" "$T/win.log" >"$T/chk" 2>&1
+tap_from_checker "$T/chk"
+
+# the offline summary of an every-callback run
+"$COLLATE" "$T/ar_nvlink.always" >/dev/null 2>&1
+"${CHK[@]}" summary "$T/ar_nvlink.always" >"$T/chk" 2>&1
+tap_from_checker "$T/chk"
+ok "summary.log without cost windows: the start-up estimate's overhead line" \
+  bash -c "'$COLLATE' '$T/ar_nvlink.off' >/dev/null 2>&1 && grep -q 'Estimated overhead .*(recorded events x per-event cost, all ranks)\$' '$T/ar_nvlink.off/summary.log'"
+
+# the MPI tree: 2 ranks, every callback timed
+MPILIB=$LIB/libcollprof-mpi.so
+if mpi_preload_ok "$MPILIB"; then
+  rm -rf "$T/mpi"
+  COLLPROF_OUTPUT_DIR=$T/mpi COLLPROF_QUIET=1 COLLPROF_COST_SAMPLE_MS=1 COLLPROF_COST_WINDOW_US=1000 timeout 120 \
+    "${MPIRUN[@]}" -np 2 -x COLLPROF_OUTPUT_DIR -x COLLPROF_QUIET -x COLLPROF_COST_SAMPLE_MS -x COLLPROF_COST_WINDOW_US \
+    -x LD_PRELOAD="$MPILIB" "$REPLAY" "$FIX"/ar_nvlink/p*.jsonl >"$T/mpi.out" 2>&1
+  is "$?" 0 "mpirun, 2 ranks, every callback timed: exits 0"
+  "${CHK[@]}" summary "$T/mpi" >"$T/chk" 2>&1
+  tap_from_checker "$T/chk"
+fi
+done_testing

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""cost_sample_check.py — the in-situ cost of collprof's callbacks
+(src/cost_sample.c) as the rank records and the summary report it.
+
+  cost_sample_check.py always DIR LOG...   every callback timed: costCallbacks
+      equals the start, stop and state callbacks each replay LOG says it made,
+      one window as long as the run, costNs = costTimedNs > 0
+  cost_sample_check.py off DIR             COLLPROF_COST_SAMPLE_MS=0: nothing timed
+  cost_sample_check.py windows DIR LOG...  windows: at least one, fewer
+      callbacks timed than made, window time below the span, and costNs =
+      costTimedNs x (costSpanNs - costSlowNs) / (costWindowNs - costSlowNs)
+  cost_sample_check.py summary DIR         summary.json's overhead_ns is the ranks'
+      costNs summed (all timed in situ), cost_callbacks theirs, and summary.log
+      says so
+
+Prints "ok - ..." / "FAIL - ..." lines (test/tap.sh tap_from_checker).
+"""
+import glob, json, os, re, sys
+
+FAILS = 0
+
+
+def check(cond, what):
+    global FAILS
+    print(("ok - " if cond else "FAIL - ") + what)
+    if not cond:
+        FAILS += 1
+
+
+def ranks(d):
+    out = []
+    for f in sorted(glob.glob(os.path.join(d, "*.jsonl"))):
+        for line in open(f):
+            if '"recordType":"rank"' in line:
+                out.append(json.loads(line))
+    return out
+
+
+def made(logs):
+    n = 0
+    for log in logs:
+        m = re.search(r"callbacks \d+ \(start, stop, state: (\d+)\)", open(log).read())
+        n += int(m.group(1)) if m else -10**9
+    return n
+
+
+def main():
+    mode, d = sys.argv[1], sys.argv[2]
+    name = os.path.basename(d)
+    rs = ranks(d)
+    check(len(rs) >= 1, "%s: %d rank records" % (name, len(rs)))
+    if mode == "summary":
+        s = json.load(open(os.path.join(d, "summary.json")))
+        ns = sum(r["costNs"] for r in rs)
+        cb = sum(r["costCallbacks"] for r in rs)
+        check(s["overhead_insitu_ranks"] == len(rs), "%s: overhead_insitu_ranks %s = %d ranks" %
+              (name, s["overhead_insitu_ranks"], len(rs)))
+        check(s["overhead_ns"] == ns, "%s: overhead_ns %s = the ranks' costNs summed (%d)" % (name, s["overhead_ns"], ns))
+        check(s["cost_callbacks"] == cb, "%s: cost_callbacks %s = the ranks' (%d)" % (name, s["cost_callbacks"], cb))
+        log = open(os.path.join(d, "summary.log")).read()
+        want = "(collprof's callbacks timed where NCCL made them: %d in %d windows" % (cb, sum(r["costWindows"] for r in rs))
+        check(want in log, "%s: summary.log's overhead line: %r" % (name, want))
+        return
+    n = made(sys.argv[3:]) if len(sys.argv) > 3 else None
+    for r in rs:
+        who = "%s rank %s" % (name, r.get("rank"))
+        if mode == "off":
+            check(r["costWindows"] == 0 and r["costCallbacks"] == 0 and r["costNs"] == 0,
+                  "%s: no window, nothing timed (%d, %d, %d)" % (who, r["costWindows"], r["costCallbacks"], r["costNs"]))
+        elif mode == "always":
+            check(r["costWindows"] == 1 and r["costWindowNs"] == r["costSpanNs"] > 0 and r["costSlowNs"] == 0,
+                  "%s: one window as long as the run (%d ns of %d)" % (who, r["costWindowNs"], r["costSpanNs"]))
+            check(r["costNs"] == r["costTimedNs"] > 0, "%s: costNs %d = costTimedNs %d > 0" %
+                  (who, r["costNs"], r["costTimedNs"]))
+        else:
+            w, sp, t, sl = r["costWindowNs"], r["costSpanNs"], r["costTimedNs"], r["costSlowNs"]
+            check(r["costWindows"] >= 1 and 0 < w < sp and 0 <= sl < w,
+                  "%s: %d windows, %d ns of %d, %d ns of them the timing's own" % (who, r["costWindows"], w, sp, sl))
+            exp = int(t * (sp - sl) / (w - sl) + 0.5) if w > sl else 0
+            check(abs(r["costNs"] - exp) <= 1 + exp // 10**9,
+                  "%s: costNs %d = timed x (span - slow) / (window - slow) (%d)" % (who, r["costNs"], exp))
+    if mode in ("always", "windows") and n is not None:
+        cb = sum(r["costCallbacks"] for r in rs)
+        if mode == "always":
+            check(cb == n, "%s: costCallbacks %d = the start, stop and state callbacks made (%d)" % (name, cb, n))
+        else:
+            check(0 < cb < n, "%s: costCallbacks %d, some of the %d made" % (name, cb, n))
+
+
+main()
+sys.exit(1 if FAILS else 0)
