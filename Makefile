@@ -115,7 +115,7 @@ $(LIB)/fakecuda/libcuda.so.1: $(call obj,$(FAKECUDA_SRC))
 
 $(LIB)/libcollprof-mpi.so: $(MPIWRAP_OBJ) $(B)/obj/libcollate.a $(LIB)/libcollprof.so
 	OMPI_CC=$(CC) $(MPICC) -shared -Wl,-soname,libcollprof-mpi.so -o $@ $(MPIWRAP_OBJ) \
-	  $(B)/obj/libcollate.a -L$(LIB) -Wl,-rpath,'$$ORIGIN' -lcollprof -ljansson -lxxhash $(LDFLAGS_ALL)
+	  $(B)/obj/libcollate.a -L$(LIB) -Wl,-rpath,'$$ORIGIN' -lcollprof -ljansson -lxxhash -lm $(LDFLAGS_ALL)
 
 $(BIN)/%: $(B)/obj/collate/tools/%.o $(B)/obj/libcollate.a
 	@mkdir -p $(BIN)

@@ -279,6 +279,8 @@ static void agg_from_rank(const cp_rank_data *r, cp_agg *a) {
     a->overhead_insitu_ranks = 1;
     a->cost_callbacks = r->cost_callbacks; a->cost_windows = r->cost_windows;
     a->cost_window_ns = r->cost_window_ns; a->cost_span_ns = r->cost_span_ns;
+    if (r->cost_err_ns >= 0) a->cost_err_var = (double)r->cost_err_ns * (double)r->cost_err_ns;
+    else a->cost_err_unknown = 1;
   } else {
     double ov = (double)r->events_recorded * r->per_event_cost_ns;
     a->overhead_ns = ov > 0 && isfinite(ov) ? (uint64_t)llround(ov) : 0;

@@ -9,6 +9,7 @@
 #include "frozen.h"
 #include "reduce.h"
 #include "collprof.h"
+#include <math.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -272,16 +273,24 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
    * those timed in windows; else the start-up cost per recorded event. */
   const cp_agg *a = &s->agg;
   const double cover = a->cost_span_ns ? 100.0 * (double)a->cost_window_ns / (double)a->cost_span_ns : 0;
+  /* one standard error, the in-situ ranks' combined (collate/rundata.h) */
+  char err[96] = "";
+  if (a->overhead_insitu_ranks && a->cost_err_unknown < a->overhead_insitu_ranks)
+    snprintf(err, sizeof err, " +- %.6f", sqrt(a->cost_err_var) / 1e9);
+  char unknown[96] = "";
+  if (a->cost_err_unknown)
+    snprintf(unknown, sizeof unknown, "; %" PRIu64 " rank%s with one window: no error", a->cost_err_unknown,
+             a->cost_err_unknown == 1 ? "" : "s");
   if (a->overhead_insitu_ranks && a->overhead_insitu_ranks >= a->ranks_reported)
-    fprintf(f, "  Estimated overhead [s]:       %.6f (collprof's callbacks timed where NCCL made them: %" PRIu64
-               " in %" PRIu64 " windows, %.2f%% of the time; all ranks)\n",
-            sec(a->overhead_ns), a->cost_callbacks, a->cost_windows, cover);
+    fprintf(f, "  Estimated overhead [s]:       %.6f%s (collprof's callbacks timed where NCCL made them: %" PRIu64
+               " in %" PRIu64 " windows, %.2f%% of the time; all ranks%s)\n",
+            sec(a->overhead_ns), err, a->cost_callbacks, a->cost_windows, cover, unknown);
   else if (a->overhead_insitu_ranks)
-    fprintf(f, "  Estimated overhead [s]:       %.6f (callbacks timed where NCCL made them on %" PRIu64 " of %" PRIu64
-               " ranks: %" PRIu64 " in %" PRIu64 " windows, %.2f%% of the time; the others: recorded events x "
+    fprintf(f, "  Estimated overhead [s]:       %.6f%s (callbacks timed where NCCL made them on %" PRIu64 " of %" PRIu64
+               " ranks: %" PRIu64 " in %" PRIu64 " windows, %.2f%% of the time%s; the others: recorded events x "
                "per-event cost%s)\n",
-            sec(a->overhead_ns), a->overhead_insitu_ranks, a->ranks_reported, a->cost_callbacks, a->cost_windows,
-            cover, counted ? ", the callbacks of calls only counted not included" : "");
+            sec(a->overhead_ns), err, a->overhead_insitu_ranks, a->ranks_reported, a->cost_callbacks, a->cost_windows,
+            cover, unknown, counted ? ", the callbacks of calls only counted not included" : "");
   else
     fprintf(f, "  Estimated overhead [s]:       %.6f (recorded events x per-event cost, all ranks%s)\n",
             sec(a->overhead_ns), counted ? "; the callbacks of calls only counted not included" : "");

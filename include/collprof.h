@@ -173,6 +173,8 @@ typedef struct collprof_snapshot {
   uint64_t cost_slow_ns;           /* of both, what the timing itself took */
   uint64_t cost_est_ns;            /* every callback's time, estimated: timed x (span -
                                       slow) / (window - slow); 0 when no window opened */
+  int64_t cost_err_ns;             /* its standard error (the windows' spread); 0 with
+                                      every callback timed, -1 unknown (< 2 windows) */
   int gpu_sample_small;            /* API calls under gpu_sample_small_bytes: KernelCh
                                       on one in gpu_sample x this (1: as the rest) */
   uint64_t gpu_sample_small_bytes; /* 0: no call counts as small */

@@ -56,6 +56,11 @@ static uint64_t g_floor_ns;     /* a wrapper's clock reads, timed around nothing
 static uint64_t g_wrap_ps;      /* what a wrapper adds to a callback's time, in ps */
 static uint64_t g_t_start;      /* cp_clock_now at start; 0: never started */
 static uint64_t g_windows, g_window_ns, g_open_since;   /* under g_mu */
+/* Per closed window, the callbacks' time in it (the threads' sums, read
+ * at each close): their count, sum and sum of squares, for the estimate's
+ * standard error (cp_cost_read); under g_mu */
+static uint64_t g_closed, g_last_sum;
+static long double g_s1, g_s2;
 static uint64_t g_every_ns, g_window_len_ns;
 
 static uint64_t mono_ns(void) {
@@ -85,6 +90,12 @@ static void window_open(uint64_t now) {
   pthread_mutex_unlock(&g_mu);
 }
 
+static uint64_t timed_sum(void) {
+  uint64_t s = 0;
+  for (cp_thr *t = cp_thr_all(); t; t = t->next) s += cp_ld(&t->cost_ns);
+  return s;
+}
+
 static void window_close(void) {
   pthread_mutex_lock(&g_mu);
   if (g_open_since) {
@@ -92,6 +103,12 @@ static void window_close(void) {
     const uint64_t now = cp_clock_now();
     g_window_ns += now > g_open_since ? now - g_open_since : 0;
     g_open_since = 0;
+    /* a callback still inside a wrapper adds to the next window's share */
+    const uint64_t sum = timed_sum(), d = sum > g_last_sum ? sum - g_last_sum : 0;
+    g_last_sum = sum;
+    g_closed++;
+    g_s1 += (long double)d;
+    g_s2 += (long double)d * (long double)d;
   }
   pthread_mutex_unlock(&g_mu);
 }
@@ -190,6 +207,8 @@ HIDDEN void cp_cost_shutdown(void) {
 HIDDEN void cp_cost_after_fork(void) {
   /* The thread is the parent's; the mutex may have been held by it. */
   atomic_store(&g_running, 0);
+  g_closed = 0;
+  g_s1 = g_s2 = 0;
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   g_mu = fresh;
   cp_plugin_timed(0);
@@ -203,6 +222,19 @@ HIDDEN void cp_cost_end(uint64_t t0) {
   const uint64_t d = t1 > t0 + g_floor_ns ? t1 - t0 - g_floor_ns : 0;
   cp_inc(&t->cost_n, 1);
   cp_inc(&t->cost_ns, d);
+}
+
+/* Square root by Newton's steps, falling from above: the plugin links no
+ * libm (its only dependencies are libc and xxHash). */
+static long double root(long double x) {
+  if (!(x > 0)) return 0;
+  long double r = x > 1 ? x : 1;
+  for (int i = 0; i < 200; i++) {
+    const long double n = 0.5L * (r + x / r);
+    if (n >= r) break;
+    r = n;
+  }
+  return r;
 }
 
 HIDDEN uint64_t cp_cost_scale(uint64_t timed_ns, uint64_t span_ns, uint64_t window_ns) {
@@ -224,6 +256,8 @@ HIDDEN void cp_cost_read(cp_cost_stats *out) {
   out->window_ns = g_window_ns + (g_open_since && now > g_open_since ? now - g_open_since : 0);
   out->span_ns = g_t_start && now > g_t_start ? now - g_t_start : 0;
   const int always = g_windows == 1 && g_open_since == g_t_start && g_t_start;
+  const uint64_t closed = g_closed;
+  const long double s1 = g_s1, s2 = g_s2;
   pthread_mutex_unlock(&g_mu);
   if (out->span_ns < out->window_ns) out->span_ns = out->window_ns;
   /* Inside a window every callback ran slower by the timing itself, so
@@ -235,4 +269,18 @@ HIDDEN void cp_cost_read(cp_cost_stats *out) {
   if (always || slow >= out->window_ns) slow = 0;
   out->slow_ns = slow;
   out->est_ns = always ? out->timed_ns : cp_cost_scale(out->timed_ns, out->span_ns - slow, out->window_ns - slow);
+  /* One standard error: the windows' times as a sample (n of them, the
+   * estimate n x their mean x the scale), so sqrt(n x their variance) x
+   * the scale; none with every callback timed, unknown below 2 windows. */
+  out->err_ns = 0;
+  out->err_known = always;
+  if (!always && closed >= 2 && out->window_ns > slow) {
+    const long double n = (long double)closed, mean = s1 / n;
+    long double var = (s2 - n * mean * mean) / (n - 1);
+    if (var < 0) var = 0;
+    const long double k = (long double)(out->span_ns - slow) / (long double)(out->window_ns - slow);
+    const long double e = root(n * var) * k;
+    out->err_ns = e >= 1.8e19L ? UINT64_MAX : (uint64_t)(e + 0.5L);
+    out->err_known = 1;
+  }
 }

@@ -37,6 +37,8 @@ typedef struct cp_cost_stats {
   uint64_t est_ns;      /* timed_ns x (span_ns - slow_ns) / (window_ns - slow_ns):
                            every callback's time, estimated; 0 when no window
                            has opened */
+  uint64_t err_ns;      /* its standard error, from the spread of the windows */
+  int err_known;        /* err_ns holds (every callback timed: 0; 2 windows or more) */
 } cp_cost_stats;
 void cp_cost_read(cp_cost_stats *out);
 

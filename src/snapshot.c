@@ -230,6 +230,7 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   out->cost_window_ns = cs.window_ns;
   out->cost_span_ns = cs.span_ns;
   out->cost_slow_ns = cs.slow_ns;
+  out->cost_err_ns = cs.err_known ? (int64_t)(cs.err_ns > INT64_MAX ? INT64_MAX : cs.err_ns) : -1;
   out->cost_est_ns = cs.est_ns;
 
   size_t n = cp_path_count();

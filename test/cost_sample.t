@@ -36,6 +36,10 @@ is "$?" 0 "windows at random times: the replay exits 0"
 "${CHK[@]}" windows "$T/win" "$T/win.log" >"$T/chk" 2>&1
 tap_from_checker "$T/chk"
 
+"$COLLATE" "$T/win" >/dev/null 2>&1
+ok "summary.log of the windows run: the overhead with its standard error, from the windows' spread" \
+  grep -Eq 'Estimated overhead \[s\]: +[0-9.]+ \+- 0\.[0-9]*[1-9][0-9]* \(collprof.s callbacks timed where NCCL made them: [0-9]+ in [0-9]+ windows' "$T/win/summary.log"
+
 # the offline summary of an every-callback run
 "$COLLATE" "$T/ar_nvlink.always" >/dev/null 2>&1
 "${CHK[@]}" summary "$T/ar_nvlink.always" >"$T/chk" 2>&1

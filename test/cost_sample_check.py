@@ -58,20 +58,24 @@ def main():
         check(s["overhead_ns"] == ns, "%s: overhead_ns %s = the ranks' costNs summed (%d)" % (name, s["overhead_ns"], ns))
         check(s["cost_callbacks"] == cb, "%s: cost_callbacks %s = the ranks' (%d)" % (name, s["cost_callbacks"], cb))
         log = open(os.path.join(d, "summary.log")).read()
-        want = "(collprof's callbacks timed where NCCL made them: %d in %d windows" % (cb, sum(r["costWindows"] for r in rs))
+        want = "%.6f +- 0.000000 (collprof's callbacks timed where NCCL made them: %d in %d windows" % (
+            ns / 1e9, cb, sum(r["costWindows"] for r in rs))
         check(want in log, "%s: summary.log's overhead line: %r" % (name, want))
+        check(s["overhead_err_ns"] == 0 and s["overhead_err_unknown_ranks"] == 0,
+              "%s: every callback timed: no error (%s, %s)" % (name, s["overhead_err_ns"], s["overhead_err_unknown_ranks"]))
         return
     n = made(sys.argv[3:]) if len(sys.argv) > 3 else None
     for r in rs:
         who = "%s rank %s" % (name, r.get("rank"))
         if mode == "off":
-            check(r["costWindows"] == 0 and r["costCallbacks"] == 0 and r["costNs"] == 0,
-                  "%s: no window, nothing timed (%d, %d, %d)" % (who, r["costWindows"], r["costCallbacks"], r["costNs"]))
+            check(r["costWindows"] == 0 and r["costCallbacks"] == 0 and r["costNs"] == 0 and r["costErrNs"] == -1,
+                  "%s: no window, nothing timed, no error (%d, %d, %d, %d)" %
+                  (who, r["costWindows"], r["costCallbacks"], r["costNs"], r["costErrNs"]))
         elif mode == "always":
             check(r["costWindows"] == 1 and r["costWindowNs"] == r["costSpanNs"] > 0 and r["costSlowNs"] == 0,
                   "%s: one window as long as the run (%d ns of %d)" % (who, r["costWindowNs"], r["costSpanNs"]))
-            check(r["costNs"] == r["costTimedNs"] > 0, "%s: costNs %d = costTimedNs %d > 0" %
-                  (who, r["costNs"], r["costTimedNs"]))
+            check(r["costNs"] == r["costTimedNs"] > 0 and r["costErrNs"] == 0,
+                  "%s: costNs %d = costTimedNs %d > 0, no error (%d)" % (who, r["costNs"], r["costTimedNs"], r["costErrNs"]))
         else:
             w, sp, t, sl = r["costWindowNs"], r["costSpanNs"], r["costTimedNs"], r["costSlowNs"]
             check(r["costWindows"] >= 1 and 0 < w < sp and 0 <= sl < w,
@@ -79,6 +83,8 @@ def main():
             exp = int(t * (sp - sl) / (w - sl) + 0.5) if w > sl else 0
             check(abs(r["costNs"] - exp) <= 1 + exp // 10**9,
                   "%s: costNs %d = timed x (span - slow) / (window - slow) (%d)" % (who, r["costNs"], exp))
+            check(r["costWindows"] < 2 or 0 < r["costErrNs"] < 10 * max(1, r["costNs"]),
+                  "%s: a standard error from the windows' spread: %d ns of %d" % (who, r["costErrNs"], r["costNs"]))
     if mode in ("always", "windows") and n is not None:
         cb = sum(r["costCallbacks"] for r in rs)
         if mode == "always":
