@@ -30,6 +30,12 @@ for sc in ar_nvlink ar_net ar4_threads; do
   tap_from_checker "$T/chk"
 done
 
+# the v4 interface (NCCL 2.27) has wrappers of its own
+replay "$T/v4.always" 1 1000 --api v4 "$FIX/ar_nvlink/p0.jsonl"
+is "$?" 0 "v4, every callback timed: the replay exits 0"
+"${CHK[@]}" always "$T/v4.always" "$T/v4.always.log" >"$T/chk" 2>&1
+tap_from_checker "$T/chk"
+
 # windows of 0.3 ms about every 2 ms, on a replay at the capture's pace
 replay "$T/win" 2 300 --timed "$FIX/ar_net/p0.jsonl"
 is "$?" 0 "windows at random times: the replay exits 0"
