@@ -25,8 +25,9 @@
  * callbacks' time x run / window time estimates all of it, what the
  * summary's overhead line gives (0.01 of the run, on the callbacks of
  * that 1% alone: the wrappers' clock reads cost the windows' callbacks
- * 10-30 ns each, nothing else).  A window count of 0 (a run shorter than
- * the first gap) leaves the summary to the start-up figure.
+ * 10-30 ns each, nothing else).  A rank whose windows caught no callback
+ * (a run shorter than the first gap, or one that seldom calls NCCL) is
+ * left to the start-up figure (collate/pset.c).
  * COLLPROF_COST_WINDOW_US >= 1000 x COLLPROF_COST_SAMPLE_MS: one window
  * from start to end, every callback timed (the tests' exact count).
  * COLLPROF_COST_SAMPLE_MS=0: never.
