@@ -2245,36 +2245,27 @@ CP_EXPORT ncclProfiler_v4_t ncclProfiler_v4 = {
 };
 
 /* ---- the timing wrappers (cost_sample.c): each callback's own time ---- */
+#define TIMED(call)                              \
+  do {                                           \
+    const uint64_t t0_ = cp_cost_begin();        \
+    const ncclResult_t r_ = (call);              \
+    cp_cost_end(t0_);                            \
+    return r_;                                   \
+  } while (0)
 static ncclResult_t t5_start(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *d) {
-  const uint64_t t0 = cp_cost_begin();
-  const ncclResult_t r = v5_start(context, eHandle, d);
-  cp_cost_end(t0);
-  return r;
+  TIMED(v5_start(context, eHandle, d));
 }
-static ncclResult_t t_stop(void *eHandle) {
-  const uint64_t t0 = cp_cost_begin();
-  const ncclResult_t r = api_stop(eHandle);
-  cp_cost_end(t0);
-  return r;
-}
+static ncclResult_t t_stop(void *eHandle) { TIMED(api_stop(eHandle)); }
 static ncclResult_t t5_state(void *eHandle, ncclProfilerEventState_v5_t st, ncclProfilerEventStateArgs_v5_t *a) {
-  const uint64_t t0 = cp_cost_begin();
-  const ncclResult_t r = v5_state(eHandle, st, a);
-  cp_cost_end(t0);
-  return r;
+  TIMED(v5_state(eHandle, st, a));
 }
 static ncclResult_t t4_start(void *context, void **eHandle, ncclProfilerEventDescr_v4_t *d) {
-  const uint64_t t0 = cp_cost_begin();
-  const ncclResult_t r = v4_start(context, eHandle, d);
-  cp_cost_end(t0);
-  return r;
+  TIMED(v4_start(context, eHandle, d));
 }
 static ncclResult_t t4_state(void *eHandle, ncclProfilerEventState_v4_t st, ncclProfilerEventStateArgs_v4_t *a) {
-  const uint64_t t0 = cp_cost_begin();
-  const ncclResult_t r = v4_state(eHandle, st, a);
-  cp_cost_end(t0);
-  return r;
+  TIMED(v4_state(eHandle, st, a));
 }
+#undef TIMED
 
 /* NCCL calls through the struct it looked up (its loader keeps a pointer
  * to our symbol), so what these members name is what the next callback
