@@ -30,7 +30,8 @@
  * left to the start-up figure (collate/pset.c).
  * COLLPROF_COST_WINDOW_US >= 1000 x COLLPROF_COST_SAMPLE_MS: one window
  * from start to end, every callback timed (the tests' exact count).
- * COLLPROF_COST_SAMPLE_MS=0: never.
+ * COLLPROF_COST_SAMPLE_MS=0: never.  collprof_shutdown ends the sampling:
+ * the time covered stops there (test/unit/test_cost_sample.c).
  */
 #include "cost_sample.h"
 #include "config.h"
@@ -56,6 +57,8 @@ static atomic_int g_running, g_stop;
 static uint64_t g_floor_ns;     /* a wrapper's clock reads, timed around nothing */
 static uint64_t g_wrap_ps;      /* what a wrapper adds to a callback's time, in ps */
 static uint64_t g_t_start;      /* cp_clock_now at start; 0: never started */
+static uint64_t g_t_end;        /* ...at shutdown (under g_mu); 0: still sampling */
+static int g_always;            /* one window from start to end: every callback timed */
 static uint64_t g_windows, g_window_ns, g_open_since;   /* under g_mu */
 /* Per closed window, the callbacks' time in it (the threads' sums, read
  * at each close): their count, sum and sum of squares, for the estimate's
@@ -188,6 +191,7 @@ static void start_once(void) {
   g_wrap_ps = calibrate_wrapper();
   g_t_start = cp_clock_now();
   if (g_window_len_ns >= g_every_ns) {   /* always: one window, the whole run */
+    g_always = 1;
     window_open(g_t_start);
     return;
   }
@@ -203,6 +207,9 @@ HIDDEN void cp_cost_shutdown(void) {
     pthread_join(g_thread, NULL);   /* within one NAP_SLICE_NS */
   }
   window_close();
+  pthread_mutex_lock(&g_mu);
+  if (g_t_start && !g_t_end) g_t_end = cp_clock_now();   /* the span ends with the sampling */
+  pthread_mutex_unlock(&g_mu);
 }
 
 HIDDEN void cp_cost_after_fork(void) {
@@ -252,11 +259,11 @@ HIDDEN void cp_cost_read(cp_cost_stats *out) {
     out->timed_ns += cp_ld(&t->cost_ns);
   }
   pthread_mutex_lock(&g_mu);
-  const uint64_t now = cp_clock_now();
+  const uint64_t now = g_t_end ? g_t_end : cp_clock_now();
   out->windows = g_windows;
   out->window_ns = g_window_ns + (g_open_since && now > g_open_since ? now - g_open_since : 0);
   out->span_ns = g_t_start && now > g_t_start ? now - g_t_start : 0;
-  const int always = g_windows == 1 && g_open_since == g_t_start && g_t_start;
+  const int always = g_always;
   const uint64_t closed = g_closed;
   const long double s1 = g_s1, s2 = g_s2;
   pthread_mutex_unlock(&g_mu);
