@@ -21,11 +21,15 @@
  * A wrapper reads the clock before and after the callback and adds the
  * difference, less the clock reads' own (calibrated at start), to its
  * thread's block.  Every callback of every thread in a window is timed,
- * so the time inside windows is a uniform sample of the run's time:
- * callbacks' time x run / window time estimates all of it, what the
- * summary's overhead line gives (0.01 of the run, on the callbacks of
- * that 1% alone: the wrappers' clock reads cost the windows' callbacks
- * 10-30 ns each, nothing else).  A rank whose windows caught no callback
+ * so the time inside windows is a uniform sample of the run's time: the
+ * callbacks' time there x run / window time estimates all of it, the
+ * summary's overhead line.  The timing costs only the windows' callbacks
+ * (10-30 ns each, 1% of the time by default); since it slows them, the
+ * application made fewer calls in a window than it would have, so that
+ * slowdown (a wrapper's cost, calibrated at start, x the callbacks timed)
+ * is taken out of the window and run times before the scaling.  The
+ * spread of the windows' times gives the estimate's standard error.  A
+ * rank whose windows caught no callback
  * (a run shorter than the first gap, or one that seldom calls NCCL) is
  * left to the start-up figure (collate/pset.c).
  * COLLPROF_COST_WINDOW_US >= 1000 x COLLPROF_COST_SAMPLE_MS: one window
