@@ -22,7 +22,8 @@ static const char *vars[] = {"NCCL_PROFILE_EVENT_MASK", "COLLPROF_GPU_SAMPLE", "
                              "COLLPROF_HOST_SAMPLE", "COLLPROF_HOST_SAMPLE_US", "COLLPROF_START_PAUSED",
                              "COLLPROF_GPU_SAMPLE_US", "COLLPROF_GPU_SAMPLE_SMALL",
                              "COLLPROF_GPU_SAMPLE_SMALL_BYTES", "COLLPROF_LEAN", "COLLPROF_SAMPLE_SEED",
-                             "COLLPROF_GPU_SAMPLE_DELAY_MS"};
+                             "COLLPROF_GPU_SAMPLE_DELAY_MS", "COLLPROF_COST_SAMPLE_MS",
+                             "COLLPROF_COST_WINDOW_US"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
@@ -70,6 +71,8 @@ int main(void) {
   ok(c->gpu_sample == 16, "default: GPU sampling on 1 call in 16");
   ok(c->host_sample == CP_HOST_SAMPLE_AUTO, "default: host sampling auto (COLLPROF_HOST_SAMPLE=auto)");
   ok(c->host_sample_us == 1000, "default: auto keeps timed calls 1000 us apart (COLLPROF_HOST_SAMPLE_US)");
+  ok(c->cost_sample_ms == 100 && c->cost_window_us == 1000,
+     "default: cost windows of 1000 us about every 100 ms (COLLPROF_COST_SAMPLE_MS, COLLPROF_COST_WINDOW_US)");
   ok(c->trace_on == 1 && c->capture == 0 && c->quiet == 0, "default switches");
   ok(c->start_paused == 0, "default: recording on from the start (COLLPROF_START_PAUSED=0)");
   ok(c->lean == 1, "default: lean calls (COLLPROF_LEAN=1)");
@@ -203,6 +206,14 @@ int main(void) {
   ok(c->start_paused == 0, "bad COLLPROF_START_PAUSED falls back to 0");
   bad_value("COLLPROF_HOST_SAMPLE_US", "soon", "1000");
   ok(c->host_sample_us == 1000, "bad COLLPROF_HOST_SAMPLE_US falls back to 1000");
+  bad_value("COLLPROF_COST_SAMPLE_MS", "often", "100");
+  bad_value("COLLPROF_COST_SAMPLE_MS", "3600001", "100");
+  ok(c->cost_sample_ms == 100, "bad COLLPROF_COST_SAMPLE_MS falls back to 100");
+  bad_value("COLLPROF_COST_WINDOW_US", "0", "1000");
+  ok(c->cost_window_us == 1000, "bad COLLPROF_COST_WINDOW_US (0) falls back to 1000");
+  w = reload_with("COLLPROF_COST_SAMPLE_MS", "0");
+  ok(!w[0] && c->cost_sample_ms == 0, "COLLPROF_COST_SAMPLE_MS=0 taken (no windows)");
+  free(w);
   bad_value("COLLPROF_PERIODS", "10", "no periods");
   bad_value("COLLPROF_PERIODS", "a:b", "no periods");
   bad_value("COLLPROF_PERIODS", "1:0", "no periods");
