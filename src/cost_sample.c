@@ -40,6 +40,7 @@
 #include "cost_sample.h"
 #include "config.h"
 #include "mix64.h"
+#include "nap.h"
 #include "plugin.h"
 #include "tls.h"
 
@@ -71,24 +72,8 @@ static uint64_t g_closed, g_last_sum;
 static long double g_s1, g_s2;
 static uint64_t g_every_ns, g_window_len_ns;
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Sleep until t (CLOCK_MONOTONIC) in slices, so that shutdown is quick;
- * 0 when asked to stop. */
-static int nap_until(uint64_t t) {
-  for (;;) {
-    if (atomic_load(&g_stop)) return 0;
-    const uint64_t now = mono_ns();
-    if (now >= t) return 1;
-    const uint64_t until = t - now > NAP_SLICE_NS ? now + NAP_SLICE_NS : t;
-    const struct timespec ts = {(time_t)(until / 1000000000ull), (long)(until % 1000000000ull)};
-    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);   /* EINTR: loop */
-  }
-}
+/* Until t (CLOCK_MONOTONIC), in slices (nap.h); 0 when asked to stop. */
+static int nap_until(uint64_t t) { return cp_nap_until(t, &g_stop, NAP_SLICE_NS); }
 
 static void window_open(uint64_t now) {
   pthread_mutex_lock(&g_mu);
@@ -127,14 +112,14 @@ static void *window_main(void *arg) {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);   /* handlers run on application threads */
   prctl(PR_SET_NAME, "collprof-cost", 0, 0, 0);
-  uint64_t rng = cp_mix64(mono_ns() ^ (uint64_t)getpid() << 32);
+  uint64_t rng = cp_mix64(cp_mono_ns() ^ (uint64_t)getpid() << 32);
   const uint64_t mean_gap = g_every_ns > g_window_len_ns ? g_every_ns - g_window_len_ns : 0;
   for (;;) {
     rng = cp_mix64(rng + 0x9e3779b97f4a7c15ull);
     const uint64_t gap = mean_gap ? rng % (2 * mean_gap + 1) : 0;
-    if (!nap_until(mono_ns() + gap)) break;
+    if (!nap_until(cp_mono_ns() + gap)) break;
     window_open(cp_clock_now());
-    const int go_on = nap_until(mono_ns() + g_window_len_ns);
+    const int go_on = nap_until(cp_mono_ns() + g_window_len_ns);
     window_close();
     if (!go_on) break;
   }

@@ -220,6 +220,7 @@
 #include "mix64.h"
 #include "affinity.h"
 #include "gpu_estimate.h"   /* cp_gcls_of: class forcing */
+#include "nap.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -308,11 +309,7 @@ static atomic_int g_inited;           /* init_once ran: g_t0 and the mask values
 static pthread_mutex_t g_text_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_text[CP_WINDOWS_TEXT];
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+static uint64_t mono_ns(void) { return cp_mono_ns(); }
 
 static __attribute__((noinline)) int periodic_spaced(cp_thr *t, uint64_t k1);
 
@@ -481,23 +478,11 @@ bad:
   return 0;
 }
 
-/* Sleep until t_ns (CLOCK_MONOTONIC) in slices of at most SLICE_NS, so that
- * cp_mask_shutdown can stop the thread through an atomic flag within one
- * slice (pthread_cancel would do it at once, but unwinding a cancelled
- * thread upsets AddressSanitizer and anything with cleanup handlers).
- * Returns 0 when asked to stop. */
+/* Sleep until t_ns in slices of SLICE_NS (nap.h): cp_mask_shutdown stops
+ * the thread through g_stop within one slice.  0 when asked to stop. */
 #define SLICE_NS 20000000ull
 static atomic_int g_stop;
-static int sleep_until(uint64_t t_ns) {
-  for (;;) {
-    if (atomic_load(&g_stop)) return 0;
-    uint64_t now = mono_ns();
-    if (now >= t_ns) return 1;
-    uint64_t until = t_ns - now > SLICE_NS ? now + SLICE_NS : t_ns;
-    struct timespec ts = { (time_t)(until / 1000000000ull), (long)(until % 1000000000ull) };
-    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL); /* EINTR: loop */
-  }
-}
+static int sleep_until(uint64_t t_ns) { return cp_nap_until(t_ns, &g_stop, SLICE_NS); }
 
 /* Timer thread: only clock_nanosleep and atomic stores.  Deadlines are
  * absolute from g_t0, so windows do not drift. */
