@@ -152,11 +152,15 @@
  * ar4_threads capture) has had an init per rank, two of one commId, by
  * then, and one thread driving several GPUs too.  Inits on two threads
  * run the delay too: threads that each init a communicator of their own
- * (distinct commIds) will each call on theirs.  Left to the delay: a
- * second thread calling on a communicator another thread inited; a freeze
- * then may find KernelCh on (costly for that process, not a hang: the
- * stderr line says so), and an explicit COLLPROF_GPU_SAMPLE_DELAY_MS keeps
- * the delay whatever the communicators.
+ * (distinct commIds) will each call on theirs; so does a first call from
+ * a thread other than the one that inited while that one still lives (a
+ * program that inits on its main thread and calls from a worker: both may
+ * call; NCCL's own init threads, of a grouped or non-blocking init, have
+ * exited by then and do not count).  Left to the
+ * delay: a second thread calling, later, on a communicator the first
+ * calling thread inited; a freeze then may find KernelCh on (costly for
+ * that process, not a hang: the stderr line says so), and an explicit
+ * COLLPROF_GPU_SAMPLE_DELAY_MS keeps the delay whatever the communicators.
  *
  * Lean calls (COLLPROF_LEAN=1): a call that host sampling only counts
  * (plugin.c, "Host sampling") and that runs without KernelCh needs no
@@ -278,7 +282,14 @@ static uint64_t g_ids[DELAY_IDS];
 static atomic_uint g_nids;            /* distinct commIds seen (cp_mask_comm_id) */
 static atomic_int g_ids_shared;       /* one repeated (two ranks of a communicator), 0, too many,
                                          or inits on two threads */
-static pid_t g_ids_tid;               /* the thread of the first init (under g_ids_mu) */
+static atomic_int g_ids_tid;          /* the thread of the first init (written under g_ids_mu) */
+static atomic_int g_ids_tid_alive;    /* ...and it has not exited (init_thread_exit) */
+static pthread_key_t g_ids_key;       /* its destructor tells that thread's exit */
+static pthread_once_t g_ids_key_once = PTHREAD_ONCE_INIT;
+static void init_thread_exit(void *p) { (void)p; atomic_store(&g_ids_tid_alive, 0); }
+static void ids_key_create(void) {
+  if (pthread_key_create(&g_ids_key, init_thread_exit) != 0) atomic_store(&g_ids_tid_alive, -1);
+}
 
 /* One sample in flight (header): KernelCh events still due, and the epoch
  * that a reset after GATE_STALL_NS without progress starts anew. */
@@ -664,10 +675,22 @@ HIDDEN void cp_mask_comm_id(uint64_t comm_id) {
   while (i < n && g_ids[i] != comm_id) i++;
   /* inits on two threads: threads that each drive a communicator of
    * their own (header, "Start delay") */
-  const int other_thread = g_ids_tid != 0 && g_ids_tid != tid;
+  const int first_tid = atomic_load(&g_ids_tid);
+  const int other_thread = first_tid != 0 && first_tid != (int)tid;
   if (comm_id == 0 || i < n || n == DELAY_IDS || other_thread) atomic_store(&g_ids_shared, 1);
   else g_ids[n] = comm_id, atomic_store(&g_nids, n + 1);
-  if (!g_ids_tid) g_ids_tid = tid;
+  if (!first_tid) {
+    atomic_store(&g_ids_tid, (int)tid);
+    /* NCCL runs the inits of a group (ncclCommInitAll, or InitRank between
+     * GroupStart and GroupEnd) and non-blocking ones on threads of its own,
+     * which have exited by the first call: only a live init thread counts
+     * as a thread of the program (cp_mask_on_group_start).  The library
+     * is never unmapped (plugin.c pin_library), so the destructor can run
+     * whenever the thread ends. */
+    pthread_once(&g_ids_key_once, ids_key_create);
+    if (atomic_load(&g_ids_tid_alive) == 0 && pthread_setspecific(g_ids_key, (void *)1) == 0)
+      atomic_store(&g_ids_tid_alive, 1);
+  }
   pthread_mutex_unlock(&g_ids_mu);
 }
 
@@ -718,7 +741,8 @@ HIDDEN void cp_mask_on_group_start(int tid) {
       /* auto, one rank of each communicator: no delay (header); the next API call
        * decides by the rule (its path forces a sample) */
       if (g_delay_auto && atomic_load_explicit(&g_start_delay, memory_order_relaxed) &&
-          !atomic_load(&g_ids_shared) && atomic_load(&g_nids) == atomic_load(&g_attached)) {
+          !atomic_load(&g_ids_shared) && atomic_load(&g_nids) == atomic_load(&g_attached) &&
+          !(atomic_load(&g_ids_tid_alive) == 1 && atomic_load(&g_ids_tid) != tid)) {
         atomic_store(&g_delay_skipped, 1);
         atomic_store(&g_start_delay, 0);
       }

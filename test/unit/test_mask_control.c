@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,8 @@ void cp_config_reload(void) {}
 void cp_warn(const char *fmt, ...) { (void)fmt; g_warnings++; }
 void cp_info(const char *fmt, ...) { (void)fmt; }
 int cp_path_gpu_seen(uint32_t path) { return path < sizeof g_seen ? g_seen[path] : 0; }
+/* the kernel's thread id, as plugin.c passes it to cp_mask_on_group_start */
+static int my_tid(void) { return (int)syscall(SYS_gettid); }
 
 
 /* ---- child → parent reporting ---- */
@@ -634,10 +637,25 @@ static void auto_delay(const uint64_t *ids, size_t nids, int want_delay, const c
     if (ids[i] != UINT64_MAX) cp_mask_comm_id(ids[i]);
   }
   int kc = 0;
-  for (uint32_t p = 1; p <= 4; p++) delayed_call(1, p, &kc);
+  /* the calls from the thread that inited (the real tid, as plugin.c passes) */
+  for (uint32_t p = 1; p <= 4; p++) delayed_call(my_tid(), p, &kc);
   check(kc == !want_delay && cp_mask_start_delay_ms() == (want_delay ? 1000u : 0u),
         "auto delay, %s: %s (KernelCh %s in 4 calls, delay %u ms)", what, want_delay ? "the delay runs" : "no delay",
         kc ? "on" : "never on", cp_mask_start_delay_ms());
+}
+/* One communicator inited on this thread, the first call from another:
+ * a program that inits on its main thread and calls from workers. */
+static void sc_auto_other_caller(void) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_delay_ms = 1000;
+  g_cfg.gpu_sample_delay_auto = 1;
+  cp_mask_attach(&g_mask);
+  cp_mask_comm_id(7);
+  int kc = 0;
+  for (uint32_t p = 1; p <= 4; p++) delayed_call(my_tid() + 1, p, &kc);
+  check(!kc && cp_mask_start_delay_ms() == 1000u,
+        "auto delay, one communicator, the first call from a thread that did not init it: the delay runs "
+        "(KernelCh %s in 4 calls, delay %u ms)", kc ? "on" : "never on", cp_mask_start_delay_ms());
 }
 static void sc_auto_one(void) { const uint64_t i[] = {7}; auto_delay(i, 1, 0, "one communicator"); }
 static void sc_auto_distinct(void) { const uint64_t i[] = {7, 9, 11}; auto_delay(i, 3, 0, "three, one rank each"); }
@@ -662,10 +680,27 @@ static void sc_auto_threads(void) {
   if (pthread_create(&th, NULL, init_on_thread, (void *)&other) != 0) { check(0, "pthread_create"); return; }
   pthread_join(th, NULL);
   int kc = 0;
-  for (uint32_t p = 1; p <= 4; p++) delayed_call(1, p, &kc);
+  for (uint32_t p = 1; p <= 4; p++) delayed_call(my_tid(), p, &kc);
   check(!kc && cp_mask_start_delay_ms() == 1000u,
         "auto delay, two distinct communicators inited on two threads: the delay runs (KernelCh %s in 4 calls, "
         "delay %u ms)", kc ? "on" : "never on", cp_mask_start_delay_ms());
+}
+/* One communicator inited on a thread that has exited by the first call
+ * (NCCL's own init thread, of a grouped or non-blocking init): no delay,
+ * as for an init on the calling thread. */
+static void sc_auto_init_thread_gone(void) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_delay_ms = 1000;
+  g_cfg.gpu_sample_delay_auto = 1;
+  const uint64_t id = 7;
+  pthread_t th;
+  if (pthread_create(&th, NULL, init_on_thread, (void *)&id) != 0) { check(0, "pthread_create"); return; }
+  pthread_join(th, NULL);
+  int kc = 0;
+  for (uint32_t p = 1; p <= 4; p++) delayed_call(my_tid(), p, &kc);
+  check(kc && cp_mask_start_delay_ms() == 0u,
+        "auto delay, one communicator inited on a thread that has exited (NCCL's grouped init): no delay "
+        "(KernelCh %s in 4 calls, delay %u ms)", kc ? "on" : "never on", cp_mask_start_delay_ms());
 }
 static void sc_auto_many(void) {
   uint64_t i[65];
@@ -1258,6 +1293,8 @@ int main(void) {
   run(sc_second_thread, 0);
   run(sc_start_delay, 0);
   run(sc_auto_one, 0);
+  run(sc_auto_other_caller, 0);
+  run(sc_auto_init_thread_gone, 0);
   run(sc_auto_distinct, 0);
   run(sc_auto_shared, 0);
   run(sc_auto_zero, 0);
