@@ -28,10 +28,20 @@
  * application made fewer calls in a window than it would have, so that
  * slowdown (a wrapper's cost, calibrated at start, x the callbacks timed)
  * is taken out of the window and run times before the scaling.  The
- * spread of the windows' times gives the estimate's standard error.  A
- * rank whose windows caught no callback
- * (a run shorter than the first gap, or one that seldom calls NCCL) is
- * left to the start-up figure (collate/pset.c).
+ * spread of the windows' times gives the estimate's standard error.
+ * Short runs: 100 ms apart, a run of a few tenths of a second gets a few
+ * windows, which may catch no callback (then collate/pset.c falls back on
+ * the start-up figure: in test/gpu/run.sh, 4 steps of 14 on every rank).
+ * So the windows start DENSE_DIV times as often (a dense phase) and keep
+ * that rate until DENSE_AFTER_NS after the first window that caught a
+ * callback; the run is then two strata, each scaled by its own windows
+ * (a stratified estimate: each window stands for the time of its own
+ * stratum), and their errors are combined.  The dense phase costs the
+ * timing of DENSE_DIV times as many callbacks for a second or so: 4% of
+ * them instead of 1%.  Until the later stratum has two windows the run is
+ * scaled as one (it is then mostly the dense phase).  A rank whose windows
+ * still caught no callback (a run shorter than the first gap, or one that
+ * seldom calls NCCL) is left to the start-up figure.
  * COLLPROF_COST_WINDOW_US >= 1000 x COLLPROF_COST_SAMPLE_MS: one window
  * from start to end, every callback timed (the tests' exact count).
  * COLLPROF_COST_SAMPLE_MS=0: never.  collprof_shutdown ends the sampling:
@@ -48,12 +58,15 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #define HIDDEN __attribute__((visibility("hidden")))
 #define NAP_SLICE_NS 5000000ull   /* shutdown waits for the thread at most this long */
+#define DENSE_DIV 4                  /* the dense phase's windows: this many times as often */
+#define DENSE_AFTER_NS 1000000000ull /* ...until this long after the first that timed a callback */
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;   /* window bookkeeping, snapshot */
@@ -68,9 +81,16 @@ static uint64_t g_windows, g_window_ns, g_open_since;   /* under g_mu */
 /* Per closed window, the callbacks' time in it (the threads' sums, read
  * at each close): their count, sum and sum of squares, for the estimate's
  * standard error (cp_cost_read); under g_mu */
-static uint64_t g_closed, g_last_sum;
+static uint64_t g_closed, g_last_sum, g_last_n;
 static long double g_s1, g_s2;
 static uint64_t g_every_ns, g_window_len_ns;
+/* The dense phase (header), under g_mu: its windows' rate while g_dense;
+ * g_dense_until set at the first window that timed a callback; at its end
+ * the sums so far become the first stratum (g_first, span > 0). */
+static int g_dense;
+static uint64_t g_dense_until;
+typedef cp_cost_stratum stratum;
+static stratum g_first;
 
 /* Until t (CLOCK_MONOTONIC), in slices (nap.h); 0 when asked to stop. */
 static int nap_until(uint64_t t) { return cp_nap_until(t, &g_stop, NAP_SLICE_NS); }
@@ -83,9 +103,10 @@ static void window_open(uint64_t now) {
   pthread_mutex_unlock(&g_mu);
 }
 
-static uint64_t timed_sum(void) {
-  uint64_t s = 0;
-  for (cp_thr *t = cp_thr_all(); t; t = t->next) s += cp_ld(&t->cost_ns);
+static uint64_t timed_sum(uint64_t *n) {
+  uint64_t s = 0, c = 0;
+  for (cp_thr *t = cp_thr_all(); t; t = t->next) s += cp_ld(&t->cost_ns), c += cp_ld(&t->cost_n);
+  *n = c;
   return s;
 }
 
@@ -97,13 +118,30 @@ static void window_close(void) {
     g_window_ns += now > g_open_since ? now - g_open_since : 0;
     g_open_since = 0;
     /* a callback still inside a wrapper adds to the next window's share */
-    const uint64_t sum = timed_sum(), d = sum > g_last_sum ? sum - g_last_sum : 0;
+    uint64_t n;
+    const uint64_t sum = timed_sum(&n), d = sum > g_last_sum ? sum - g_last_sum : 0;
+    const int caught = n > g_last_n;
     g_last_sum = sum;
+    g_last_n = n;
     g_closed++;
     g_s1 += (long double)d;
     g_s2 += (long double)d * (long double)d;
+    if (g_dense) {   /* the dense phase (header) */
+      if (caught && !g_dense_until) g_dense_until = now + DENSE_AFTER_NS;
+      if (g_dense_until && now >= g_dense_until) {
+        g_dense = 0;
+        g_first = (stratum){now - g_t_start, g_windows, g_window_ns, sum, n, g_closed, g_s1, g_s2};
+      }
+    }
   }
   pthread_mutex_unlock(&g_mu);
+}
+
+static int dense_now(void) {
+  pthread_mutex_lock(&g_mu);
+  const int d = g_dense;
+  pthread_mutex_unlock(&g_mu);
+  return d;
 }
 
 static void *window_main(void *arg) {
@@ -114,9 +152,11 @@ static void *window_main(void *arg) {
   prctl(PR_SET_NAME, "collprof-cost", 0, 0, 0);
   uint64_t rng = cp_mix64(cp_mono_ns() ^ (uint64_t)getpid() << 32);
   const uint64_t mean_gap = g_every_ns > g_window_len_ns ? g_every_ns - g_window_len_ns : 0;
+  const uint64_t dense_gap = g_every_ns / DENSE_DIV - g_window_len_ns;   /* start_once: > 0 if dense */
   for (;;) {
     rng = cp_mix64(rng + 0x9e3779b97f4a7c15ull);
-    const uint64_t gap = mean_gap ? rng % (2 * mean_gap + 1) : 0;
+    const uint64_t mean = dense_now() ? dense_gap : mean_gap;
+    const uint64_t gap = mean ? rng % (2 * mean + 1) : 0;
     if (!nap_until(cp_mono_ns() + gap)) break;
     window_open(cp_clock_now());
     const int go_on = nap_until(cp_mono_ns() + g_window_len_ns);
@@ -184,6 +224,8 @@ static void start_once(void) {
     window_open(g_t_start);
     return;
   }
+  /* the dense phase (header), where its windows stay apart by one of theirs */
+  g_dense = g_every_ns / DENSE_DIV >= 2 * g_window_len_ns;
   if (pthread_create(&g_thread, NULL, window_main, NULL) == 0) atomic_store(&g_running, 1);
   else cp_warn("cannot start the cost-sampling thread; the summary's overhead is the start-up estimate");
 }
@@ -206,6 +248,7 @@ HIDDEN void cp_cost_after_fork(void) {
   atomic_store(&g_running, 0);
   g_closed = 0;
   g_s1 = g_s2 = 0;
+  g_dense = 0;
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   g_mu = fresh;
   cp_plugin_timed(0);
@@ -241,8 +284,30 @@ HIDDEN uint64_t cp_cost_scale(uint64_t timed_ns, uint64_t span_ns, uint64_t wind
   return v >= 1.8e19L ? UINT64_MAX : (uint64_t)(v + 0.5L);
 }
 
+/* One stratum's estimate and its variance (header): its callbacks' time
+ * x (span - slow) / (window - slow), where slow is what the timing took
+ * of it (calibrate_wrapper); the variance from its windows' spread, n x
+ * their variance x the scale squared (-1: fewer than 2 windows). */
+static uint64_t stratum_est(const stratum *k, uint64_t *slow_out, long double *var_out) {
+  uint64_t slow = (uint64_t)((long double)k->callbacks * (long double)g_wrap_ps / 1000.0L);
+  if (slow >= k->window_ns || slow >= k->span_ns) slow = 0;
+  *slow_out = slow;
+  *var_out = -1;
+  if (k->window_ns <= slow) return 0;
+  if (k->closed >= 2) {
+    const long double n = (long double)k->closed, mean = k->s1 / n;
+    long double var = (k->s2 - n * mean * mean) / (n - 1);
+    if (var < 0) var = 0;
+    const long double sc = (long double)(k->span_ns - slow) / (long double)(k->window_ns - slow);
+    *var_out = n * var * sc * sc;
+  }
+  return cp_cost_scale(k->timed_ns, k->span_ns - slow, k->window_ns - slow);
+}
+
+static uint64_t sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
 HIDDEN void cp_cost_read(cp_cost_stats *out) {
-  out->callbacks = out->timed_ns = 0;
+  memset(out, 0, sizeof *out);
   for (cp_thr *t = cp_thr_all(); t; t = t->next) {
     out->callbacks += cp_ld(&t->cost_n);
     out->timed_ns += cp_ld(&t->cost_ns);
@@ -253,31 +318,46 @@ HIDDEN void cp_cost_read(cp_cost_stats *out) {
   out->window_ns = g_window_ns + (g_open_since && now > g_open_since ? now - g_open_since : 0);
   out->span_ns = g_t_start && now > g_t_start ? now - g_t_start : 0;
   const int always = g_always;
-  const uint64_t closed = g_closed;
-  const long double s1 = g_s1, s2 = g_s2;
+  const stratum first = g_first;
+  stratum all = {0, g_windows, 0, 0, 0, g_closed, g_s1, g_s2};
   pthread_mutex_unlock(&g_mu);
   if (out->span_ns < out->window_ns) out->span_ns = out->window_ns;
+  if (always) {   /* a window over the whole run needs no scaling at all */
+    out->est_ns = out->timed_ns;
+    out->err_known = 1;
+    return;
+  }
+  all.span_ns = out->span_ns; all.window_ns = out->window_ns;
+  all.timed_ns = out->timed_ns; all.callbacks = out->callbacks;
   /* Inside a window every callback ran slower by the timing itself, so
    * the application made fewer of them there than elsewhere: the window
    * (and the run) stand for the time they would have taken without it,
-   * less that slowdown (calibrate_wrapper).  A window over the whole run
-   * needs no scaling at all. */
-  uint64_t slow = (uint64_t)((long double)out->callbacks * (long double)g_wrap_ps / 1000.0L);
-  if (always || slow >= out->window_ns) slow = 0;
-  out->slow_ns = slow;
-  out->est_ns = always ? out->timed_ns : cp_cost_scale(out->timed_ns, out->span_ns - slow, out->window_ns - slow);
-  /* One standard error: the windows' times as a sample (n of them, the
-   * estimate n x their mean x the scale), so sqrt(n x their variance) x
-   * the scale; none with every callback timed, unknown below 2 windows. */
-  out->err_ns = 0;
-  out->err_known = always;
-  if (!always && closed >= 2 && out->window_ns > slow) {
-    const long double n = (long double)closed, mean = s1 / n;
-    long double var = (s2 - n * mean * mean) / (n - 1);
-    if (var < 0) var = 0;
-    const long double k = (long double)(out->span_ns - slow) / (long double)(out->window_ns - slow);
-    const long double e = root(n * var) * k;
+   * less that slowdown (calibrate_wrapper).  Two strata once the dense
+   * phase has ended and the later one has two windows (header). */
+  const stratum rest = {sub0(all.span_ns, first.span_ns), sub0(all.windows, first.windows),
+                        sub0(all.window_ns, first.window_ns), sub0(all.timed_ns, first.timed_ns),
+                        sub0(all.callbacks, first.callbacks), sub0(all.closed, first.closed),
+                        all.s1 - first.s1, all.s2 - first.s2};
+  uint64_t slow1, slow2;
+  long double var1, var2;
+  if (first.span_ns && rest.closed >= 2 && rest.span_ns > rest.window_ns) {
+    out->dense = first;
+    out->dense_est_ns = stratum_est(&first, &out->dense_slow_ns, &var1);
+    const uint64_t e2 = stratum_est(&rest, &slow2, &var2);
+    out->est_ns = out->dense_est_ns + e2;
+    out->slow_ns = out->dense_slow_ns + slow2;
+    out->err_known = var1 >= 0 && var2 >= 0;
+    if (out->err_known) {
+      const long double e = root(var1 + var2);
+      out->err_ns = e >= 1.8e19L ? UINT64_MAX : (uint64_t)(e + 0.5L);
+    }
+    return;
+  }
+  out->est_ns = stratum_est(&all, &slow1, &var1);
+  out->slow_ns = slow1;
+  out->err_known = var1 >= 0;
+  if (out->err_known) {
+    const long double e = root(var1);
     out->err_ns = e >= 1.8e19L ? UINT64_MAX : (uint64_t)(e + 0.5L);
-    out->err_known = 1;
   }
 }

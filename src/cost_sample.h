@@ -25,6 +25,14 @@ void cp_cost_after_fork(void);
 static inline uint64_t cp_cost_begin(void) { return cp_clock_now(); }
 void cp_cost_end(uint64_t t0);
 
+/* A part of the run scaled by its own windows (cost_sample.c, "Short
+ * runs"): its time, its windows, their time and callbacks, and the sums of
+ * the windows' callback times and of their squares. */
+typedef struct cp_cost_stratum {
+  uint64_t span_ns, windows, window_ns, timed_ns, callbacks, closed;
+  long double s1, s2;
+} cp_cost_stratum;
+
 /* Where the measurement stands (snapshot.c). */
 typedef struct cp_cost_stats {
   uint64_t callbacks;   /* callbacks timed, all threads */
@@ -38,7 +46,12 @@ typedef struct cp_cost_stats {
                            every callback's time, estimated; 0 when no window
                            has opened */
   uint64_t err_ns;      /* its standard error, from the spread of the windows */
-  int err_known;        /* err_ns holds (every callback timed: 0; 2 windows or more) */
+  int err_known;        /* err_ns holds (every callback timed: 0; 2 windows or more
+                           in each stratum) */
+  /* the dense phase, where the run is scaled as two strata (span_ns 0:
+   * as one); est_ns and slow_ns include its share */
+  cp_cost_stratum dense;
+  uint64_t dense_est_ns, dense_slow_ns;
 } cp_cost_stats;
 void cp_cost_read(cp_cost_stats *out);
 

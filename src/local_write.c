@@ -191,7 +191,10 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             "\"gpuSamplesDeferred\":%llu,\"gpuSampleGateResets\":%llu,\"gpuLaunchesTimed\":%llu,"
             "\"gpuLaunchesUnattributed\":%llu,\"gpuLaunchesSkipped\":%llu,\"gpuLaunchesUnread\":%llu,\"gpuLaunchesIdle\":%llu,\"memoryBytes\":%llu,\"perEventCostNs\":%.1f,"
             "\"costCallbacks\":%llu,\"costTimedNs\":%llu,\"costWindows\":%llu,\"costWindowNs\":%llu,"
-            "\"costSpanNs\":%llu,\"costSlowNs\":%llu,\"costNs\":%llu,\"costErrNs\":%lld,\"command\":",
+            "\"costSpanNs\":%llu,\"costSlowNs\":%llu,\"costNs\":%llu,\"costErrNs\":%lld,"
+            "\"costDenseSpanNs\":%llu,\"costDenseWindows\":%llu,\"costDenseWindowNs\":%llu,"
+            "\"costDenseTimedNs\":%llu,\"costDenseCallbacks\":%llu,\"costDenseSlowNs\":%llu,"
+            "\"costDenseNs\":%llu,\"command\":",
             (unsigned long long)s->events_recorded, (unsigned long long)s->events_counted,
             (unsigned long long)s->events_pxn,
             (unsigned long long)s->unterminated, (unsigned long long)s->blacklist_evictions,
@@ -206,7 +209,11 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             (unsigned long long)s->cost_callbacks, (unsigned long long)s->cost_timed_ns,
             (unsigned long long)s->cost_windows, (unsigned long long)s->cost_window_ns,
             (unsigned long long)s->cost_span_ns, (unsigned long long)s->cost_slow_ns,
-            (unsigned long long)s->cost_est_ns, (long long)s->cost_err_ns);
+            (unsigned long long)s->cost_est_ns, (long long)s->cost_err_ns,
+            (unsigned long long)s->cost_dense_span_ns, (unsigned long long)s->cost_dense_windows,
+            (unsigned long long)s->cost_dense_window_ns, (unsigned long long)s->cost_dense_timed_ns,
+            (unsigned long long)s->cost_dense_callbacks, (unsigned long long)s->cost_dense_slow_ns,
+            (unsigned long long)s->cost_dense_est_ns);
   sb_str(b, cp_meta_command());
   cp_defer_counts dc;   /* proxy_defer.h: only when proxy-thread callbacks were recorded */
   cp_defer_get_counts(&dc);

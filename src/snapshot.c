@@ -232,6 +232,13 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   out->cost_slow_ns = cs.slow_ns;
   out->cost_err_ns = cs.err_known ? (int64_t)(cs.err_ns > INT64_MAX ? INT64_MAX : cs.err_ns) : -1;
   out->cost_est_ns = cs.est_ns;
+  out->cost_dense_span_ns = cs.dense.span_ns;
+  out->cost_dense_windows = cs.dense.windows;
+  out->cost_dense_window_ns = cs.dense.window_ns;
+  out->cost_dense_timed_ns = cs.dense.timed_ns;
+  out->cost_dense_callbacks = cs.dense.callbacks;
+  out->cost_dense_slow_ns = cs.dense_slow_ns;
+  out->cost_dense_est_ns = cs.dense_est_ns;
 
   size_t n = cp_path_count();
   out->paths = calloc(n ? n : 1, sizeof *out->paths);

@@ -42,6 +42,13 @@ is "$?" 0 "windows at random times: the replay exits 0"
 "${CHK[@]}" windows "$T/win" "$T/win.log" >"$T/chk" 2>&1
 tap_from_checker "$T/chk"
 
+# windows about every 8 ms: 4 times as often (every 2 ms) until 1 s after
+# the first that timed a callback, then the two parts scaled each by its own
+replay "$T/dense" 8 300 --timed "$FIX/ar_net/p0.jsonl"
+is "$?" 0 "a dense phase, then windows every 8 ms: the replay exits 0"
+"${CHK[@]}" dense "$T/dense" "$T/dense.log" >"$T/chk" 2>&1
+tap_from_checker "$T/chk"
+
 "$COLLATE" "$T/win" >/dev/null 2>&1
 ok "summary.log of the windows run: the overhead with its standard error, from the windows' spread" \
   grep -Eq 'Estimated overhead \[s\]: +[0-9.]+ \+- 0\.[0-9]*[1-9][0-9]* \(collprof.s callbacks timed where NCCL made them: [0-9]+ in [0-9]+ windows' "$T/win/summary.log"

@@ -8,7 +8,11 @@
   cost_sample_check.py off DIR             COLLPROF_COST_SAMPLE_MS=0: nothing timed
   cost_sample_check.py windows DIR LOG...  windows: at least one, fewer
       callbacks timed than made, window time below the span, and costNs =
-      costTimedNs x (costSpanNs - costSlowNs) / (costWindowNs - costSlowNs)
+      costTimedNs x (costSpanNs - costSlowNs) / (costWindowNs - costSlowNs);
+      no dense phase (costDenseSpanNs 0)
+  cost_sample_check.py dense DIR LOG...    the same with the dense phase ended:
+      costDenseNs is that rule on the costDense* fields, costNs - costDenseNs
+      on the rest (the totals less the dense ones)
   cost_sample_check.py summary DIR         summary.json's overhead_ns is the ranks'
       costNs summed (all timed in situ), cost_callbacks theirs, and summary.log
       says so
@@ -80,12 +84,32 @@ def main():
             w, sp, t, sl = r["costWindowNs"], r["costSpanNs"], r["costTimedNs"], r["costSlowNs"]
             check(r["costWindows"] >= 1 and 0 < w < sp and 0 <= sl < w,
                   "%s: %d windows, %d ns of %d, %d ns of them the timing's own" % (who, r["costWindows"], w, sp, sl))
-            exp = int(t * (sp - sl) / (w - sl) + 0.5) if w > sl else 0
-            check(abs(r["costNs"] - exp) <= 1 + exp // 10**9,
-                  "%s: costNs %d = timed x (span - slow) / (window - slow) (%d)" % (who, r["costNs"], exp))
+            rule = lambda t, sp, w, sl: int(t * (sp - sl) / (w - sl) + 0.5) if w > sl else 0
+            dsp = r["costDenseSpanNs"]
+            if mode == "windows":
+                exp = rule(t, sp, w, sl)
+                check(dsp == 0 and r["costDenseNs"] == 0, "%s: no dense phase (span %d)" % (who, dsp))
+                check(abs(r["costNs"] - exp) <= 1 + exp // 10**9,
+                      "%s: costNs %d = timed x (span - slow) / (window - slow) (%d)" % (who, r["costNs"], exp))
+            else:
+                dw, dt, dsl, dn = r["costDenseWindowNs"], r["costDenseTimedNs"], r["costDenseSlowNs"], r["costDenseWindows"]
+                check(0 < dsp < sp and 0 < dn < r["costWindows"] and 0 < dw < w and 0 < dt <= t and
+                      0 < r["costDenseCallbacks"] < r["costCallbacks"] and dsl <= sl,
+                      "%s: a dense phase of %.3f s of %.3f, %d windows of %d, %d callbacks timed of %d" %
+                      (who, dsp / 1e9, sp / 1e9, dn, r["costWindows"], r["costDenseCallbacks"], r["costCallbacks"]))
+                # the dense phase: windows DENSE_DIV (4) times as often as later
+                check(dn / dsp > 2 * (r["costWindows"] - dn) / (sp - dsp),
+                      "%s: the dense phase's windows come more often: %.0f/s against %.0f/s" %
+                      (who, dn / dsp * 1e9, (r["costWindows"] - dn) / (sp - dsp) * 1e9))
+                e1 = rule(dt, dsp, dw, dsl)
+                e2 = rule(t - dt, sp - dsp, w - dw, sl - dsl)
+                check(abs(r["costDenseNs"] - e1) <= 1 + e1 // 10**9,
+                      "%s: costDenseNs %d = the rule on the dense phase (%d)" % (who, r["costDenseNs"], e1))
+                check(abs(r["costNs"] - r["costDenseNs"] - e2) <= 1 + e2 // 10**9,
+                      "%s: costNs - costDenseNs %d = the rule on the rest (%d)" % (who, r["costNs"] - r["costDenseNs"], e2))
             check(r["costWindows"] < 2 or 0 < r["costErrNs"] < 10 * max(1, r["costNs"]),
                   "%s: a standard error from the windows' spread: %d ns of %d" % (who, r["costErrNs"], r["costNs"]))
-    if mode in ("always", "windows") and n is not None:
+    if mode in ("always", "windows", "dense") and n is not None:
         cb = sum(r["costCallbacks"] for r in rs)
         if mode == "always":
             check(cb == n, "%s: costCallbacks %d = the start, stop and state callbacks made (%d)" % (name, cb, n))

@@ -39,7 +39,9 @@ RANK_KEYS = ["recordType", "rank", "worldSize", "pid", "host", "startWall", "sta
              "badCalls", "gpuSampledCalls", "gpuSamplesDropped", "gpuSamplesDeferred", "gpuSampleGateResets",
              "gpuLaunchesTimed", "gpuLaunchesUnattributed", "gpuLaunchesSkipped", "gpuLaunchesUnread", "gpuLaunchesIdle", "memoryBytes",
              "perEventCostNs", "costCallbacks", "costTimedNs", "costWindows", "costWindowNs", "costSpanNs",
-             "costSlowNs", "costNs", "costErrNs", "command", "comms"]
+             "costSlowNs", "costNs", "costErrNs", "costDenseSpanNs", "costDenseWindows",
+             "costDenseWindowNs", "costDenseTimedNs", "costDenseCallbacks", "costDenseSlowNs", "costDenseNs",
+             "command", "comms"]
 PATH_KEYS = ["recordType", "id", "local", "hash", "path", "leafType", "leafFunc", "calls",
              "total_ns", "self_ns", "min_ns", "max_ns", "bytes", "states", "gpu_ns",
              "gpu_samples", "gpu_first_ns", "gpu_first_samples", "unterminated"]
