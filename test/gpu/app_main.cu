@@ -6,6 +6,7 @@
  *       [--iters 20] [--warmup 5] [--ops allreduce,allgather,...|all]
  *       [--phases sweep,split,graph,ab|all] [--replays 10] [--gpus-per-proc 1|2]
  *       [--iter-times] [--gpu-bound] [--interleave-us N] [--ab-rounds 8] [--out DIR]
+ *       [--init-on thread|main|main-grouped]
  *
  * Phases, each on every GPU thread:
  *   sweep  every op of --ops at sizes --min..--max (x --factor), --warmup
@@ -40,7 +41,13 @@
  *          --iters with it paused, alternated in one process (app_ab.cu);
  *          writes DIR/ab.json, read by test/gpu/ab_report.py
  * With --gpus-per-proc 2 every process drives two GPUs from two threads
- * (NCCL ranks 2p and 2p+1).  Writes DIR/counts.<world rank>.json (the calls
+ * (NCCL ranks 2p and 2p+1).  --init-on says where the world communicator
+ * is initialized: on the thread that then calls on it (default), on the
+ * main thread before the threads start (main: one GPU per process, a
+ * blocking init that NCCL runs on the calling thread), or on the main
+ * thread inside ncclGroupStart/End (main-grouped: NCCL runs the init on
+ * threads of its own, which exit before the group ends); collprof's
+ * automatic start delay tells these apart (test/gpu/run.sh).  Writes DIR/counts.<world rank>.json (the calls
  * made per func and communicator) and, from rank 0, DIR/sweep.json; prints
  * the sweep as nccl-tests does.
  */
@@ -53,17 +60,19 @@
 #include <time.h>
 
 enum { MAXSIZES = 64, MAXTHR = 2 };
+enum { INIT_THREAD, INIT_MAIN, INIT_MAIN_GROUPED };   /* --init-on */
 
 static struct {
   size_t min, max;
   double factor;
   int iters, warmup, replays, gpp;
+  int init_on;                     /* INIT_*: where the world communicator is initialized */
   int ops[NOPS], phase_sweep, phase_split, phase_graph;
   const char *out;
   int iter_times, gpu_bound;
   double interleave_us;
   int phase_ab, ab_rounds;
-} opt = {8, 64u << 20, 2, 20, 5, 10, 1, {1, 1, 1, 1, 1, 1}, 1, 1, 1, ".", 0, 0, 0, 0, 8};
+} opt = {8, 64u << 20, 2, 20, 5, 10, 1, INIT_THREAD, {1, 1, 1, 1, 1, 1}, 1, 1, 1, ".", 0, 0, 0, 0, 8};
 
 typedef struct gpu_thr {
   int t, nccl_rank, nccl_n, dev;
@@ -293,12 +302,17 @@ static void progress(gpu_thr *g, const char *what) {
   fflush(stderr);
 }
 
-static void *thr_main(void *arg) {
-  gpu_thr *g = (gpu_thr *)arg;
+static void world_init(gpu_thr *g) {
   CUDACHECK(cudaSetDevice(g->dev));
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.commName = "world";
   NCCLCHECK(ncclCommInitRankConfig(&g->world.comm, g->nccl_n, g->id, g->nccl_rank, &cfg));
+}
+
+static void *thr_main(void *arg) {
+  gpu_thr *g = (gpu_thr *)arg;
+  CUDACHECK(cudaSetDevice(g->dev));
+  if (opt.init_on == INIT_THREAD) world_init(g);
   comm_setup(&g->world, "world", opt.max > (4u << 20) ? opt.max : (4u << 20), g->dev);
   progress(g, "init");
   if (opt.phase_sweep) { phase_sweep(g); progress(g, "sweep"); }
@@ -429,6 +443,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--interleave-us")) opt.interleave_us = atof(v);
     else if (!strcmp(a, "--ab-rounds")) opt.ab_rounds = atoi(v);
     else if (!strcmp(a, "--gpus-per-proc")) opt.gpp = atoi(v) == 2 ? 2 : 1;
+    else if (!strcmp(a, "--init-on"))
+      opt.init_on = !strcmp(v, "thread") ? INIT_THREAD : !strcmp(v, "main") ? INIT_MAIN
+                  : !strcmp(v, "main-grouped") ? INIT_MAIN_GROUPED : (app_die("bad --init-on", v), 0);
     else if (!strcmp(a, "--out")) opt.out = v;
     else if (!strcmp(a, "--ops")) parse_list(v, opt.ops, app_op_name, NOPS);
     else if (!strcmp(a, "--phases")) {
@@ -461,8 +478,17 @@ int main(int argc, char **argv) {
     g[t].nccl_rank = wrank * opt.gpp + t;
     g[t].dev = (lrank * opt.gpp + t) % ndev;
     g[t].id = id;
-    if (pthread_create(&tid[t], NULL, thr_main, &g[t]) != 0) app_die("pthread_create", "failed");
   }
+  /* --init-on main: blocking inits of two ranks of one communicator on one
+   * thread would wait for each other, so two GPUs need the group */
+  if (opt.init_on == INIT_MAIN && opt.gpp > 1) app_die("--init-on main needs", "--gpus-per-proc 1");
+  if (opt.init_on != INIT_THREAD) {
+    if (opt.init_on == INIT_MAIN_GROUPED) NCCLCHECK(ncclGroupStart());
+    for (int t = 0; t < opt.gpp; t++) world_init(&g[t]);
+    if (opt.init_on == INIT_MAIN_GROUPED) NCCLCHECK(ncclGroupEnd());
+  }
+  for (int t = 0; t < opt.gpp; t++)
+    if (pthread_create(&tid[t], NULL, thr_main, &g[t]) != 0) app_die("pthread_create", "failed");
   for (int t = 0; t < opt.gpp; t++) pthread_join(tid[t], NULL);
 
   write_counts(wrank, wsize, g, opt.gpp);

@@ -160,6 +160,31 @@ if [ "$ngpu" -ge 2 ]; then
   # the same with two CUDA contexts in one process timing every launch
   COLLPROF_LAUNCH_SAMPLE=1 COLLPROF_LAUNCH_INTERVAL_US=0 LAUNCH_ALL=1 \
     run lt-threads2 1 --gpus-per-proc 2 --iters 10 --warmup 2 --max 4M
+  # Where the communicator is initialized, against the automatic start
+  # delay (src/mask_control.c, "Start delay"): on the thread that calls,
+  # or by NCCL's own threads (a grouped init, gone by the first call): no
+  # delay; on the main thread, alive while a worker calls: the delay runs
+  # (the rank records' gpuSampleDelayMs, as it ran)
+  for io in thread:0 main:100 main-grouped:0; do
+    where=${io%%:*} want=${io##*:}
+    run "init-$where" 2 --init-on "$where" --phases sweep --ops allreduce --max 64K --iters 10 --warmup 2
+    out=$(python3 - "$RUN_OUT/init-$where/prof" "$want" "$where" <<'PY'
+import glob, json, sys
+d, want, where = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+got = []
+for f in sorted(glob.glob(d + "/rank*.jsonl")):
+    for line in open(f):
+        r = json.loads(line)
+        if r.get("recordType") == "rank":
+            got.append((r["gpuSampleDelayMs"], r["gpuSampleDelayAuto"]))
+ok = len(got) == 2 and all(g == (want, 1) for g in got)
+print("%s - init on %s: the automatic start delay %s ms on both ranks (gpuSampleDelayMs, auto: %s)" %
+      ("ok" if ok else "not ok", where, want, got))
+PY
+)
+    echo "$out"
+    case $out in ok*) ;; *) fail=$((fail + 1)) ;; esac
+  done
 fi
 echo "# run.sh: $fail failed step(s); outputs in $RUN_OUT"
 exit $fail
