@@ -150,16 +150,17 @@
  * (bootstrapIntraNodeBarrier, after the plugin's init), so a process whose
  * threads each drive a rank of one communicator (nccl-tests -t, the
  * ar4_threads capture) has had an init per rank, two of one commId, by
- * then, and one thread driving several GPUs too.  Inits on two threads
- * run the delay too: threads that each init a communicator of their own
- * (distinct commIds) will each call on theirs; so does a first call from
- * a thread other than the one that inited while that one still lives (a
- * program that inits on its main thread and calls from a worker: both may
- * call; NCCL's own init threads, of a grouped or non-blocking init, have
- * exited by then and do not count).  Left to the
- * delay: a second thread calling, later, on a communicator the first
- * calling thread inited; a freeze then may find KernelCh on (costly for
- * that process, not a hang: the stderr line says so), and an explicit
+ * then, and one thread driving several GPUs too.  And every thread that
+ * ran an init must have exited by the first call or be the one making
+ * it: a thread of the program that inited and still lives may call too
+ * (threads that each init a communicator of their own, distinct commIds,
+ * and call on theirs; or a program that inits on its main thread and
+ * calls from a worker), while NCCL runs a group of several inits and a
+ * non-blocking init on threads of its own, gone by the first call (a
+ * group of one runs on the calling thread).  Left to the delay: a second
+ * thread calling, later, on a communicator the first calling thread
+ * inited; a freeze then may find KernelCh on (costly for that process,
+ * not a hang: the stderr line says so), and an explicit
  * COLLPROF_GPU_SAMPLE_DELAY_MS keeps the delay whatever the communicators.
  *
  * Lean calls (COLLPROF_LEAN=1): a call that host sampling only counts
@@ -282,13 +283,25 @@ static uint64_t g_ids[DELAY_IDS];
 static atomic_uint g_nids;            /* distinct commIds seen (cp_mask_comm_id) */
 static atomic_int g_ids_shared;       /* one repeated (two ranks of a communicator), 0, too many,
                                          or inits on two threads */
-static atomic_int g_ids_tid;          /* the thread of the first init (written under g_ids_mu) */
-static atomic_int g_ids_tid_alive;    /* ...and it has not exited (init_thread_exit) */
-static pthread_key_t g_ids_key;       /* its destructor tells that thread's exit */
+/* The threads that ran inits (under g_ids_mu), each alive until its exit
+ * (init_thread_exit, through a key whose value is the slot + 1): NCCL runs
+ * the inits of a group of several (ncclCommInitAll, inits between
+ * GroupStart and GroupEnd) and a non-blocking one on threads of its own,
+ * which have exited by the first call; the program's threads have not.
+ * More than INIT_TIDS of them: the delay runs. */
+#define INIT_TIDS 8
+static int g_init_tid[INIT_TIDS];
+static atomic_int g_init_alive[INIT_TIDS];
+static unsigned g_ninit_tids;
+static pthread_key_t g_ids_key;
 static pthread_once_t g_ids_key_once = PTHREAD_ONCE_INIT;
-static void init_thread_exit(void *p) { (void)p; atomic_store(&g_ids_tid_alive, 0); }
+static atomic_int g_ids_key_ok;
+static void init_thread_exit(void *p) {
+  const uintptr_t i = (uintptr_t)p;
+  if (i >= 1 && i <= INIT_TIDS) atomic_store(&g_init_alive[i - 1], 0);
+}
 static void ids_key_create(void) {
-  if (pthread_key_create(&g_ids_key, init_thread_exit) != 0) atomic_store(&g_ids_tid_alive, -1);
+  atomic_store(&g_ids_key_ok, pthread_key_create(&g_ids_key, init_thread_exit) == 0);
 }
 
 /* One sample in flight (header): KernelCh events still due, and the epoch
@@ -673,23 +686,23 @@ HIDDEN void cp_mask_comm_id(uint64_t comm_id) {
   pthread_mutex_lock(&g_ids_mu);   /* init only: rare, and may run on several threads */
   unsigned n = atomic_load(&g_nids), i = 0;
   while (i < n && g_ids[i] != comm_id) i++;
-  /* inits on two threads: threads that each drive a communicator of
-   * their own (header, "Start delay") */
-  const int first_tid = atomic_load(&g_ids_tid);
-  const int other_thread = first_tid != 0 && first_tid != (int)tid;
-  if (comm_id == 0 || i < n || n == DELAY_IDS || other_thread) atomic_store(&g_ids_shared, 1);
+  if (comm_id == 0 || i < n || n == DELAY_IDS) atomic_store(&g_ids_shared, 1);
   else g_ids[n] = comm_id, atomic_store(&g_nids, n + 1);
-  if (!first_tid) {
-    atomic_store(&g_ids_tid, (int)tid);
-    /* NCCL runs the inits of a group (ncclCommInitAll, or InitRank between
-     * GroupStart and GroupEnd) and non-blocking ones on threads of its own,
-     * which have exited by the first call: only a live init thread counts
-     * as a thread of the program (cp_mask_on_group_start).  The library
-     * is never unmapped (plugin.c pin_library), so the destructor can run
-     * whenever the thread ends. */
+  /* this thread among the init threads (above), alive from now on; the
+   * library is never unmapped (plugin.c pin_library), so the destructor
+   * can run whenever the thread ends */
+  unsigned k = 0;
+  while (k < g_ninit_tids && g_init_tid[k] != (int)tid) k++;
+  if (k == g_ninit_tids) {
     pthread_once(&g_ids_key_once, ids_key_create);
-    if (atomic_load(&g_ids_tid_alive) == 0 && pthread_setspecific(g_ids_key, (void *)1) == 0)
-      atomic_store(&g_ids_tid_alive, 1);
+    if (k == INIT_TIDS || !atomic_load(&g_ids_key_ok) ||
+        pthread_setspecific(g_ids_key, (void *)(uintptr_t)(k + 1)) != 0) {
+      atomic_store(&g_ids_shared, 1);   /* cannot tell: the delay runs */
+    } else {
+      g_init_tid[k] = (int)tid;
+      atomic_store(&g_init_alive[k], 1);
+      g_ninit_tids = k + 1;
+    }
   }
   pthread_mutex_unlock(&g_ids_mu);
 }
@@ -724,6 +737,17 @@ static void freeze(const char *why, const char *hazard) {
           hazard);
 }
 
+/* Every thread that ran an init has exited or is `tid` (the first call's):
+ * no thread of the program but this one has been seen (header). */
+static int init_threads_gone_but(int tid) {
+  pthread_mutex_lock(&g_ids_mu);   /* once, at the first group start */
+  int ok = 1;
+  for (unsigned k = 0; k < g_ninit_tids; k++)
+    if (g_init_tid[k] != tid && atomic_load(&g_init_alive[k])) ok = 0;
+  pthread_mutex_unlock(&g_ids_mu);
+  return ok;
+}
+
 HIDDEN void cp_mask_on_group_start(int tid) {
   /* Frozen: the count of open groups is never read again, and every
    * calling thread writing it would move its cache line between them at
@@ -742,7 +766,7 @@ HIDDEN void cp_mask_on_group_start(int tid) {
        * decides by the rule (its path forces a sample) */
       if (g_delay_auto && atomic_load_explicit(&g_start_delay, memory_order_relaxed) &&
           !atomic_load(&g_ids_shared) && atomic_load(&g_nids) == atomic_load(&g_attached) &&
-          !(atomic_load(&g_ids_tid_alive) == 1 && atomic_load(&g_ids_tid) != tid)) {
+          init_threads_gone_but(tid)) {
         atomic_store(&g_delay_skipped, 1);
         atomic_store(&g_start_delay, 0);
       }

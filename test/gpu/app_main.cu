@@ -45,9 +45,11 @@
  * is initialized: on the thread that then calls on it (default), on the
  * main thread before the threads start (main: one GPU per process, a
  * blocking init that NCCL runs on the calling thread), or on the main
- * thread inside ncclGroupStart/End (main-grouped: NCCL runs the init on
- * threads of its own, which exit before the group ends); collprof's
- * automatic start delay tells these apart (test/gpu/run.sh).  Writes DIR/counts.<world rank>.json (the calls
+ * thread inside ncclGroupStart/End together with a spare communicator
+ * that is never called on (main-grouped: NCCL runs a group of several
+ * inits on threads of its own, which exit before the group ends; a group
+ * of one it runs on the calling thread); collprof's automatic start delay
+ * tells these apart (test/gpu/run.sh).  Writes DIR/counts.<world rank>.json (the calls
  * made per func and communicator) and, from rank 0, DIR/sweep.json; prints
  * the sweep as nccl-tests does.
  */
@@ -79,6 +81,8 @@ typedef struct gpu_thr {
   ncclUniqueId id;
   app_comm world, split;
   int has_split;
+  ncclUniqueId spare_id;   /* --init-on main-grouped: a second communicator, */
+  ncclComm_t spare;        /* inited in the group with world, never called on */
 } gpu_thr;
 
 /* sweep results of NCCL rank 0 */
@@ -468,6 +472,12 @@ int main(int argc, char **argv) {
   ncclUniqueId id;
   if (wrank == 0) NCCLCHECK(ncclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  ncclUniqueId spare_id;
+  memset(&spare_id, 0, sizeof spare_id);
+  if (opt.init_on == INIT_MAIN_GROUPED) {
+    if (wrank == 0) NCCLCHECK(ncclGetUniqueId(&spare_id));
+    MPI_Bcast(&spare_id, sizeof spare_id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  }
 
   gpu_thr g[MAXTHR];
   memset(g, 0, sizeof g);
@@ -478,18 +488,28 @@ int main(int argc, char **argv) {
     g[t].nccl_rank = wrank * opt.gpp + t;
     g[t].dev = (lrank * opt.gpp + t) % ndev;
     g[t].id = id;
+    g[t].spare_id = spare_id;
   }
   /* --init-on main: blocking inits of two ranks of one communicator on one
    * thread would wait for each other, so two GPUs need the group */
   if (opt.init_on == INIT_MAIN && opt.gpp > 1) app_die("--init-on main needs", "--gpus-per-proc 1");
   if (opt.init_on != INIT_THREAD) {
     if (opt.init_on == INIT_MAIN_GROUPED) NCCLCHECK(ncclGroupStart());
-    for (int t = 0; t < opt.gpp; t++) world_init(&g[t]);
+    for (int t = 0; t < opt.gpp; t++) {
+      world_init(&g[t]);
+      if (opt.init_on == INIT_MAIN_GROUPED) {
+        ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+        cfg.commName = "spare";
+        NCCLCHECK(ncclCommInitRankConfig(&g[t].spare, g[t].nccl_n, g[t].spare_id, g[t].nccl_rank, &cfg));
+      }
+    }
     if (opt.init_on == INIT_MAIN_GROUPED) NCCLCHECK(ncclGroupEnd());
   }
   for (int t = 0; t < opt.gpp; t++)
     if (pthread_create(&tid[t], NULL, thr_main, &g[t]) != 0) app_die("pthread_create", "failed");
   for (int t = 0; t < opt.gpp; t++) pthread_join(tid[t], NULL);
+  for (int t = 0; t < opt.gpp; t++)
+    if (g[t].spare) { CUDACHECK(cudaSetDevice(g[t].dev)); NCCLCHECK(ncclCommDestroy(g[t].spare)); }
 
   write_counts(wrank, wsize, g, opt.gpp);
   if (wrank == 0 && opt.phase_sweep) write_sweep(wsize * opt.gpp);

@@ -162,9 +162,9 @@ if [ "$ngpu" -ge 2 ]; then
     run lt-threads2 1 --gpus-per-proc 2 --iters 10 --warmup 2 --max 4M
   # Where the communicator is initialized, against the automatic start
   # delay (src/mask_control.c, "Start delay"): on the thread that calls,
-  # or by NCCL's own threads (a grouped init, gone by the first call): no
-  # delay; on the main thread, alive while a worker calls: the delay runs
-  # (the rank records' gpuSampleDelayMs, as it ran)
+  # or by NCCL's own threads (a group of two inits, gone by the first
+  # call): no delay; on the main thread, alive while a worker calls: the
+  # delay runs (the rank records' gpuSampleDelayMs, as it ran)
   for io in thread:0 main:100 main-grouped:0; do
     where=${io%%:*} want=${io##*:}
     run "init-$where" 2 --init-on "$where" --phases sweep --ops allreduce --max 64K --iters 10 --warmup 2

@@ -669,6 +669,20 @@ static void *init_on_thread(void *id) {
   cp_mask_comm_id(*(const uint64_t *)id);
   return NULL;
 }
+/* ...and one whose thread stays alive (a thread of the program, which
+ * will call on its communicator) until `g_hold_release`. */
+static pthread_mutex_t g_hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_hold_cv = PTHREAD_COND_INITIALIZER;
+static int g_hold_inited, g_hold_release;
+static void *init_and_stay(void *id) {
+  init_on_thread(id);
+  pthread_mutex_lock(&g_hold_mu);
+  g_hold_inited = 1;
+  pthread_cond_broadcast(&g_hold_cv);
+  while (!g_hold_release) pthread_cond_wait(&g_hold_cv, &g_hold_mu);
+  pthread_mutex_unlock(&g_hold_mu);
+  return NULL;
+}
 static void sc_auto_threads(void) {
   config(DEFAULT_MASK, 16, "");
   g_cfg.gpu_sample_delay_ms = 1000;
@@ -677,17 +691,41 @@ static void sc_auto_threads(void) {
   cp_mask_comm_id(7);
   const uint64_t other = 9;
   pthread_t th;
-  if (pthread_create(&th, NULL, init_on_thread, (void *)&other) != 0) { check(0, "pthread_create"); return; }
-  pthread_join(th, NULL);
+  if (pthread_create(&th, NULL, init_and_stay, (void *)&other) != 0) { check(0, "pthread_create"); return; }
+  pthread_mutex_lock(&g_hold_mu);
+  while (!g_hold_inited) pthread_cond_wait(&g_hold_cv, &g_hold_mu);
+  pthread_mutex_unlock(&g_hold_mu);
   int kc = 0;
   for (uint32_t p = 1; p <= 4; p++) delayed_call(my_tid(), p, &kc);
+  pthread_mutex_lock(&g_hold_mu);
+  g_hold_release = 1;
+  pthread_cond_broadcast(&g_hold_cv);
+  pthread_mutex_unlock(&g_hold_mu);
+  pthread_join(th, NULL);
   check(!kc && cp_mask_start_delay_ms() == 1000u,
-        "auto delay, two distinct communicators inited on two threads: the delay runs (KernelCh %s in 4 calls, "
-        "delay %u ms)", kc ? "on" : "never on", cp_mask_start_delay_ms());
+        "auto delay, two distinct communicators inited on two threads, both alive at the first call: the delay runs "
+        "(KernelCh %s in 4 calls, delay %u ms)", kc ? "on" : "never on", cp_mask_start_delay_ms());
+}
+/* Two communicators inited on two threads that have exited by the first
+ * call (NCCL's threads for a group of two inits): no delay. */
+static void sc_auto_threads_gone(void) {
+  config(DEFAULT_MASK, 16, "");
+  g_cfg.gpu_sample_delay_ms = 1000;
+  g_cfg.gpu_sample_delay_auto = 1;
+  const uint64_t ids[2] = {7, 9};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++)
+    if (pthread_create(&th[i], NULL, init_on_thread, (void *)&ids[i]) != 0) { check(0, "pthread_create"); return; }
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  int kc = 0;
+  for (uint32_t p = 1; p <= 4; p++) delayed_call(my_tid(), p, &kc);
+  check(kc && cp_mask_start_delay_ms() == 0u,
+        "auto delay, two distinct communicators inited on two threads that have exited (NCCL's grouped init): "
+        "no delay (KernelCh %s in 4 calls, delay %u ms)", kc ? "on" : "never on", cp_mask_start_delay_ms());
 }
 /* One communicator inited on a thread that has exited by the first call
- * (NCCL's own init thread, of a grouped or non-blocking init): no delay,
- * as for an init on the calling thread. */
+ * (NCCL's own thread, of a non-blocking init): no delay, as for an init
+ * on the calling thread. */
 static void sc_auto_init_thread_gone(void) {
   config(DEFAULT_MASK, 16, "");
   g_cfg.gpu_sample_delay_ms = 1000;
@@ -699,7 +737,7 @@ static void sc_auto_init_thread_gone(void) {
   int kc = 0;
   for (uint32_t p = 1; p <= 4; p++) delayed_call(my_tid(), p, &kc);
   check(kc && cp_mask_start_delay_ms() == 0u,
-        "auto delay, one communicator inited on a thread that has exited (NCCL's grouped init): no delay "
+        "auto delay, one communicator inited on a thread that has exited (NCCL's non-blocking init): no delay "
         "(KernelCh %s in 4 calls, delay %u ms)", kc ? "on" : "never on", cp_mask_start_delay_ms());
 }
 static void sc_auto_many(void) {
@@ -1301,6 +1339,7 @@ int main(void) {
   run(sc_auto_noid, 0);
   run(sc_auto_many, 0);
   run(sc_auto_threads, 0);
+  run(sc_auto_threads_gone, 0);
   run(sc_start_delay_threads, 0);
   run(sc_delay_overlap, 0);
   run(sc_no_delay_overlap, 0);
