@@ -81,6 +81,7 @@ void cp_agg_combine(cp_agg *into, const cp_agg *f) {
   into->cost_callbacks += f->cost_callbacks; into->cost_windows += f->cost_windows;
   into->cost_window_ns += f->cost_window_ns; into->cost_span_ns += f->cost_span_ns;
   into->cost_err_var += f->cost_err_var; into->cost_err_unknown += f->cost_err_unknown;
+  into->cost_setup_ns += f->cost_setup_ns;
   into->unterminated += f->unterminated;
   into->blacklist_evictions += f->blacklist_evictions;
   into->unknown_parent += f->unknown_parent;

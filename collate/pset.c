@@ -281,10 +281,11 @@ static void agg_from_rank(const cp_rank_data *r, cp_agg *a) {
     a->cost_window_ns = r->cost_window_ns; a->cost_span_ns = r->cost_span_ns;
     if (r->cost_err_ns >= 0) a->cost_err_var = (double)r->cost_err_ns * (double)r->cost_err_ns;
     else a->cost_err_unknown = 1;
-  } else {
+  } else {   /* the start-up figure, and the set-ups timed whole (src/oneoff.h) */
     double ov = (double)r->events_recorded * r->per_event_cost_ns;
-    a->overhead_ns = ov > 0 && isfinite(ov) ? (uint64_t)llround(ov) : 0;
+    a->overhead_ns = (ov > 0 && isfinite(ov) ? (uint64_t)llround(ov) : 0) + r->cost_setup_ns;
   }
+  a->cost_setup_ns = r->cost_setup_ns;
   uint64_t rt = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;
   if (r->start_wall_ns) {
     a->start_wall_min_ns = r->start_wall_ns;

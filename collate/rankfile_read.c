@@ -113,6 +113,7 @@ static void read_rank(json_t *o, cp_rank_data *r) {
   r->cost_callbacks = u64(o, "costCallbacks"); r->cost_windows = u64(o, "costWindows");
   r->cost_window_ns = u64(o, "costWindowNs"); r->cost_span_ns = u64(o, "costSpanNs");
   r->cost_est_ns = u64(o, "costNs");
+  r->cost_setup_ns = u64(o, "costSetupNs");
   r->cost_err_ns = json_is_integer(json_object_get(o, "costErrNs")) ? cp_json_i64(o, "costErrNs") : -1;
   r->unterminated = u64(o, "unterminated"); r->blacklist_evictions = u64(o, "blacklistEvictions");
   r->unknown_parent = u64(o, "unknownParent"); r->trace_dropped = u64(o, "traceDropped");

@@ -90,6 +90,7 @@ typedef struct cp_rank_data {
            cost_est_ns;     /* costCallbacks, costWindows, ...: callbacks timed in
                                situ (src/cost_sample.c); absent: 0 */
   int64_t cost_err_ns;      /* costErrNs: cost_est_ns's standard error; -1 unknown */
+  uint64_t cost_setup_ns;   /* costSetupNs: one-off set-ups timed whole (in cost_est_ns) */
   uint64_t gpu_launches_timed, gpu_launches_unattributed, gpu_launches_skipped,
            gpu_launches_unread, gpu_launches_idle;   /* src/launch_timer.h */
   double per_event_cost_ns;
@@ -147,6 +148,8 @@ typedef struct cp_agg {
   uint64_t cost_callbacks, cost_windows, cost_window_ns, cost_span_ns;   /* those ranks' */
   double cost_err_var;                   /* those ranks' standard errors squared, summed */
   uint64_t cost_err_unknown;             /* of those ranks, the ones without one (< 2 windows) */
+  uint64_t cost_setup_ns;                /* every rank's one-off set-ups, timed whole (in
+                                            overhead_ns, in situ or not) */
   uint64_t gpu_launches_timed, gpu_launches_unattributed, gpu_launches_skipped, gpu_launches_unread,
            gpu_launches_idle;
   uint64_t memory_max_bytes;             /* max over ranks */

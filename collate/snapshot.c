@@ -26,6 +26,7 @@ int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_ra
   r->cost_callbacks = s->cost_callbacks; r->cost_windows = s->cost_windows;
   r->cost_window_ns = s->cost_window_ns; r->cost_span_ns = s->cost_span_ns;
   r->cost_est_ns = s->cost_est_ns;
+  r->cost_setup_ns = s->cost_setup_ns;
   r->cost_err_ns = s->cost_err_ns;
   r->unterminated = s->unterminated; r->blacklist_evictions = s->blacklist_evictions;
   r->unknown_parent = s->unknown_parent; r->trace_dropped = s->trace_dropped;

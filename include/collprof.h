@@ -172,13 +172,17 @@ typedef struct collprof_snapshot {
   uint64_t cost_span_ns;           /* time since sampling started */
   uint64_t cost_slow_ns;           /* of both, what the timing itself took */
   uint64_t cost_est_ns;            /* every callback's time, estimated: timed x (span -
-                                      slow) / (window - slow); 0 when no window opened */
+                                      slow) / (window - slow) + cost_setup_ns; 0 when no
+                                      window opened */
   int64_t cost_err_ns;             /* its standard error (the windows' spread); 0 with
                                       every callback timed, -1 unknown (< 2 windows) */
   /* the first stratum, the dense phase of windows at the start (span 0:
    * the run was scaled as one); the cost_* above include it */
   uint64_t cost_dense_span_ns, cost_dense_windows, cost_dense_window_ns, cost_dense_timed_ns,
            cost_dense_callbacks, cost_dense_slow_ns, cost_dense_est_ns;
+  uint64_t cost_setup_ns;          /* one-off set-ups (a thread's block and trace ring,
+                                      new paths, pool growth), timed whole wherever
+                                      they ran: not in cost_timed_ns, in cost_est_ns */
   int gpu_sample_small;            /* API calls under gpu_sample_small_bytes: KernelCh
                                       on one in gpu_sample x this (1: as the rest) */
   uint64_t gpu_sample_small_bytes; /* 0: no call counts as small */

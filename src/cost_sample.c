@@ -42,6 +42,8 @@
  * scaled as one (it is then mostly the dense phase).  A rank whose windows
  * still caught no callback (a run shorter than the first gap, or one that
  * seldom calls NCCL) is left to the start-up figure.
+ * One-off set-ups inside callbacks (oneoff.h) are timed whole and left out
+ * of the windows' times (cp_cost_end); the estimate adds them unscaled.
  * COLLPROF_COST_WINDOW_US >= 1000 x COLLPROF_COST_SAMPLE_MS: one window
  * from start to end, every callback timed (the tests' exact count).
  * COLLPROF_COST_SAMPLE_MS=0: never.  collprof_shutdown ends the sampling:
@@ -51,6 +53,7 @@
 #include "config.h"
 #include "mix64.h"
 #include "nap.h"
+#include "oneoff.h"
 #include "plugin.h"
 #include "tls.h"
 
@@ -198,9 +201,10 @@ static uint64_t calibrate_wrapper(void) {
     for (int i = 0; i < N; i++) empty_callback();
     const uint64_t b = cp_clock_now();
     for (int i = 0; i < N; i++) {
+      const uint64_t o0 = cp_oneoff_mine();
       const uint64_t t0 = cp_cost_begin();
       empty_callback();
-      cp_cost_end(t0);
+      cp_cost_end(t0, o0);
     }
     const uint64_t c = cp_clock_now();
     const uint64_t plain = b - a, timed = c - b;
@@ -255,11 +259,12 @@ HIDDEN void cp_cost_after_fork(void) {
   g_open_since = 0;
 }
 
-HIDDEN void cp_cost_end(uint64_t t0) {
+HIDDEN void cp_cost_end(uint64_t t0, uint64_t oneoff0) {
   const uint64_t t1 = cp_clock_now();
   cp_thr *t = cp_tls_thr;
   if (__builtin_expect(t == NULL, 0)) return;   /* a callback that made no block (a bad one) */
-  const uint64_t d = t1 > t0 + g_floor_ns ? t1 - t0 - g_floor_ns : 0;
+  const uint64_t skip = g_floor_ns + (cp_oneoff_mine() - oneoff0);   /* set-ups: counted whole */
+  const uint64_t d = t1 > t0 + skip ? t1 - t0 - skip : 0;
   cp_inc(&t->cost_n, 1);
   cp_inc(&t->cost_ns, d);
 }
@@ -322,8 +327,10 @@ HIDDEN void cp_cost_read(cp_cost_stats *out) {
   stratum all = {0, g_windows, 0, 0, 0, g_closed, g_s1, g_s2};
   pthread_mutex_unlock(&g_mu);
   if (out->span_ns < out->window_ns) out->span_ns = out->window_ns;
+  /* the set-ups (oneoff.h), timed whole: added unscaled below */
+  out->setup_ns = atomic_load_explicit(&cp_oneoff_total_ns, memory_order_relaxed);
   if (always) {   /* a window over the whole run needs no scaling at all */
-    out->est_ns = out->timed_ns;
+    out->est_ns = out->timed_ns + out->setup_ns;
     out->err_known = 1;
     return;
   }
@@ -344,7 +351,7 @@ HIDDEN void cp_cost_read(cp_cost_stats *out) {
     out->dense = first;
     out->dense_est_ns = stratum_est(&first, &out->dense_slow_ns, &var1);
     const uint64_t e2 = stratum_est(&rest, &slow2, &var2);
-    out->est_ns = out->dense_est_ns + e2;
+    out->est_ns = out->dense_est_ns + e2 + out->setup_ns;
     out->slow_ns = out->dense_slow_ns + slow2;
     out->err_known = var1 >= 0 && var2 >= 0;
     if (out->err_known) {
@@ -354,6 +361,7 @@ HIDDEN void cp_cost_read(cp_cost_stats *out) {
     return;
   }
   out->est_ns = stratum_est(&all, &slow1, &var1);
+  if (out->windows) out->est_ns += out->setup_ns;   /* no window: no estimate (0) */
   out->slow_ns = slow1;
   out->err_known = var1 >= 0;
   if (out->err_known) {

@@ -21,9 +21,11 @@ void cp_cost_shutdown(void);
 void cp_cost_after_fork(void);
 
 /* The timing wrappers' two halves (plugin.c): the clock before the
- * callback, then after it the time spent added to this thread's block. */
+ * callback, then after it the time spent added to this thread's block,
+ * less the one-off set-ups in it (oneoff.h: `oneoff0` is cp_oneoff_mine()
+ * before the callback), which the estimate adds whole. */
 static inline uint64_t cp_cost_begin(void) { return cp_clock_now(); }
-void cp_cost_end(uint64_t t0);
+void cp_cost_end(uint64_t t0, uint64_t oneoff0);
 
 /* A part of the run scaled by its own windows (cost_sample.c, "Short
  * runs"): its time, its windows, their time and callbacks, and the sums of
@@ -42,9 +44,10 @@ typedef struct cp_cost_stats {
   uint64_t span_ns;     /* since the window thread started */
   uint64_t slow_ns;     /* of window_ns (and span_ns), the timing's own: callbacks
                            x what a wrapper adds (calibrated at start) */
-  uint64_t est_ns;      /* timed_ns x (span_ns - slow_ns) / (window_ns - slow_ns):
-                           every callback's time, estimated; 0 when no window
-                           has opened */
+  uint64_t est_ns;      /* timed_ns x (span_ns - slow_ns) / (window_ns - slow_ns)
+                           + setup_ns: every callback's time, estimated; 0 when
+                           no window has opened */
+  uint64_t setup_ns;    /* one-off set-ups, timed whole (oneoff.h); not in timed_ns */
   uint64_t err_ns;      /* its standard error, from the spread of the windows */
   int err_known;        /* err_ns holds (every callback timed: 0; 2 windows or more
                            in each stratum) */

@@ -194,7 +194,7 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             "\"costSpanNs\":%llu,\"costSlowNs\":%llu,\"costNs\":%llu,\"costErrNs\":%lld,"
             "\"costDenseSpanNs\":%llu,\"costDenseWindows\":%llu,\"costDenseWindowNs\":%llu,"
             "\"costDenseTimedNs\":%llu,\"costDenseCallbacks\":%llu,\"costDenseSlowNs\":%llu,"
-            "\"costDenseNs\":%llu,\"command\":",
+            "\"costDenseNs\":%llu,\"costSetupNs\":%llu,\"command\":",
             (unsigned long long)s->events_recorded, (unsigned long long)s->events_counted,
             (unsigned long long)s->events_pxn,
             (unsigned long long)s->unterminated, (unsigned long long)s->blacklist_evictions,
@@ -213,7 +213,7 @@ static void rank_record(sbuf *b, const collprof_snapshot *s) {
             (unsigned long long)s->cost_dense_span_ns, (unsigned long long)s->cost_dense_windows,
             (unsigned long long)s->cost_dense_window_ns, (unsigned long long)s->cost_dense_timed_ns,
             (unsigned long long)s->cost_dense_callbacks, (unsigned long long)s->cost_dense_slow_ns,
-            (unsigned long long)s->cost_dense_est_ns);
+            (unsigned long long)s->cost_dense_est_ns, (unsigned long long)s->cost_setup_ns);
   sb_str(b, cp_meta_command());
   cp_defer_counts dc;   /* proxy_defer.h: only when proxy-thread callbacks were recorded */
   cp_defer_get_counts(&dc);

@@ -17,6 +17,7 @@
 #include "nccl_profiler_abi.h"
 #include "paths.h"
 #include "mask_control.h"
+#include "oneoff.h"
 #include "strtab.h"
 #include "tls.h"
 
@@ -163,7 +164,9 @@ uint32_t cp_path_child(uint32_t parent, uint32_t type, uint32_t func) {
     }
   }
   if (id == CP_PATH_NONE && (parent >= CP_PATH_MAX || cp_path_valid(parent))) {
+    const uint64_t o = cp_oneoff_begin();   /* oneoff.h: a new path, once */
     id = create_locked(parent, type, func);
+    cp_oneoff_end(o);
     if (id != CP_PATH_NONE) hash_put(path_hash, path_hash_cap, key1, id);
   }
   pthread_mutex_unlock(&path_mu);

@@ -74,6 +74,7 @@
 #include "capture.h"
 #include "clock.h"
 #include "config.h"
+#include "oneoff.h"
 #include "cost_sample.h"
 #include "counted_memo.h"
 #include "cuda_uuid.h"
@@ -2247,9 +2248,10 @@ CP_EXPORT ncclProfiler_v4_t ncclProfiler_v4 = {
 /* ---- the timing wrappers (cost_sample.c): each callback's own time ---- */
 #define TIMED(call)                              \
   do {                                           \
+    const uint64_t o0_ = cp_oneoff_mine();       \
     const uint64_t t0_ = cp_cost_begin();        \
     const ncclResult_t r_ = (call);              \
-    cp_cost_end(t0_);                            \
+    cp_cost_end(t0_, o0_);                       \
     return r_;                                   \
   } while (0)
 static ncclResult_t t5_start(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *d) {

@@ -16,6 +16,7 @@
 #include "paths.h"
 #include "profile.h"
 #include "tls.h"
+#include "oneoff.h"
 
 static atomic_flag evict_warned = ATOMIC_FLAG_INIT;
 
@@ -193,7 +194,14 @@ cp_slot *cp_pool_slot_slow(cp_pool *p, uint32_t idx) {
   return NULL;
 }
 
+static int grow_chunk(cp_pool *p);
 static int grow(cp_pool *p) {
+  const uint64_t o = cp_oneoff_begin();   /* oneoff.h: set-ups are timed whole */
+  const int r = grow_chunk(p);
+  cp_oneoff_end(o);
+  return r;
+}
+static int grow_chunk(cp_pool *p) {
   if (p->nchunks >= p->max_chunks) return -1;
   if (p->nchunks == p->chunks_cap) {
     /* A new array, the old one kept (never freed): KernelCh on other

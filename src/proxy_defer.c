@@ -26,6 +26,7 @@
 #include "hot.h"
 #include "plugin.h"
 #include "pool.h"
+#include "oneoff.h"
 #include "tls.h"
 #include "trace_ring.h"
 #include "trace_writer.h"
@@ -105,7 +106,14 @@ static void dq_free(cp_dq *q) {
 
 /* A ring for the calling thread: a dead thread's once applied, else a new
  * one.  Once per thread (an allocation, outside the event path proper). */
+static cp_dq *dq_attach_untimed(void);
 __attribute__((cold, noinline)) static cp_dq *dq_attach(void) {
+  const uint64_t o = cp_oneoff_begin();   /* oneoff.h: a thread's ring, once */
+  cp_dq *q = dq_attach_untimed();
+  cp_oneoff_end(o);
+  return q;
+}
+static cp_dq *dq_attach_untimed(void) {
   if (t_no_ring) return NULL;
   pthread_mutex_lock(&g_attach_mu);
   cp_dq *q = NULL;

@@ -239,6 +239,7 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   out->cost_dense_callbacks = cs.dense.callbacks;
   out->cost_dense_slow_ns = cs.dense_slow_ns;
   out->cost_dense_est_ns = cs.dense_est_ns;
+  out->cost_setup_ns = cs.setup_ns;
 
   size_t n = cp_path_count();
   out->paths = calloc(n ? n : 1, sizeof *out->paths);

@@ -20,6 +20,7 @@
 #pragma GCC visibility push(hidden)
 #include "strtab.h"
 #include "json_escape.h"
+#include "oneoff.h"
 #include "tls.h"
 
 #define STR_CHUNK 1024
@@ -119,9 +120,11 @@ uint32_t cp_str_intern(const char *s) {
   cp_scache_ent *e = &t->scache[((p >> 3) ^ (p >> 11)) & (CP_SCACHE - 1)];
   if (e->p == s && e->id && strcmp(e->str, s) == 0) return e->id;
   size_t n = strnlen(s, STR_MAXLEN);
+  const uint64_t o = cp_oneoff_begin();   /* oneoff.h: rare (a new string, or a cache miss) */
   pthread_mutex_lock(&str_mu);
   uint32_t id = intern_locked(s, n);
   pthread_mutex_unlock(&str_mu);
+  cp_oneoff_end(o);
   if (id) { e->p = s; e->str = cp_str_get(id); e->id = id; }
   return id;
 }

@@ -12,6 +12,7 @@
 #include "tls.h"
 #include "config.h"
 #include "mix64.h"
+#include "oneoff.h"
 
 __thread cp_tls_hot_t cp_tls_hot __attribute__((tls_model("initial-exec"), aligned(64)));
 
@@ -21,6 +22,7 @@ static cp_thr *thr_free;
 static pthread_key_t thr_key;
 static pthread_once_t thr_key_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t thr_mem;
+_Atomic uint64_t cp_oneoff_total_ns;   /* oneoff.h: beside the per-thread sums (cp_tls_hot) */
 cp_thr cp_thr_emergency;   /* when calloc fails: shared, numbers still atomic (tls.h) */
 
 static void thr_exit(void *p) {
@@ -36,13 +38,16 @@ static void thr_exit(void *p) {
 static void thr_key_init(void) { pthread_key_create(&thr_key, thr_exit); }
 
 void *cp_calloc_lines(size_t size) {
+  const uint64_t o = cp_oneoff_begin();   /* oneoff.h: set-ups are timed whole */
   size = (size + 63) & ~(size_t)63;
   void *p = aligned_alloc(64, size ? size : 64);
   if (p) memset(p, 0, size ? size : 64);
+  cp_oneoff_end(o);
   return p;
 }
 
 cp_thr *cp_thr_slow(void) {
+  const uint64_t o = cp_oneoff_begin();   /* oneoff.h */
   pthread_once(&thr_key_once, thr_key_init);
   pthread_mutex_lock(&thr_mu);
   cp_thr *t = thr_free;
@@ -77,6 +82,7 @@ cp_thr *cp_thr_slow(void) {
   t->seed = 0;
   cp_tls_thr = t;
   if (t != &cp_thr_emergency) pthread_setspecific(thr_key, t);
+  cp_oneoff_end(o);
   return t;
 }
 

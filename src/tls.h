@@ -182,6 +182,8 @@ typedef struct cp_tls_hot {
   struct cp_ring *ring;         /* trace_ring.h: this thread's trace ring */
   struct cp_dq *dq;             /* proxy_defer.c: this thread's deferral ring */
   int dq_none;                  /* proxy_defer.c: no deferral ring to be had */
+  int oneoff_depth;             /* oneoff.h: set-ups open on this thread */
+  uint64_t oneoff_ns;           /* oneoff.h: this thread's set-up time so far */
 } cp_tls_hot_t;
 extern __thread cp_tls_hot_t cp_tls_hot __attribute__((tls_model("initial-exec"), aligned(64)));
 _Static_assert(sizeof(cp_tls_hot_t) <= 64, "cp_tls_hot: one cache line");

@@ -91,6 +91,7 @@
 #include "output.h"
 #include "handle.h"
 #include "registry.h"
+#include "oneoff.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -471,11 +472,14 @@ got:
 }
 
 __attribute__((noinline, cold)) static cp_ring *ring_attach(void) {
+  const uint64_t o = cp_oneoff_begin();   /* oneoff.h: a thread's ring, once */
   cp_ring *rg = ring_get();
-  if (!rg) return NULL;
-  rg->tid = my_tid();
-  cp_tl_ring = rg;
-  pthread_setspecific(g_key, rg);
+  if (rg) {
+    rg->tid = my_tid();
+    cp_tl_ring = rg;
+    pthread_setspecific(g_key, rg);
+  }
+  cp_oneoff_end(o);
   return rg;
 }
 
@@ -542,6 +546,7 @@ void cp_trace_put(const cp_rec *r) {
 void cp_trace_start(void) {
   if (atomic_load_explicit(&g_started, memory_order_acquire)) return;
   if (atomic_load(&g_child)) return;
+  const uint64_t o = cp_oneoff_begin();   /* oneoff.h */
   pthread_mutex_lock(&g_start_mu);
   if (!atomic_load(&g_started)) {
     const cp_config *c = cp_config_get();
@@ -568,6 +573,7 @@ void cp_trace_start(void) {
     atomic_store_explicit(&g_started, 1, memory_order_release);
   }
   pthread_mutex_unlock(&g_start_mu);
+  cp_oneoff_end(o);
 }
 
 void cp_trace_flush(void) {

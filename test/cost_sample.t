@@ -57,8 +57,9 @@ ok "summary.log of the windows run: the overhead with its standard error, from t
 "$COLLATE" "$T/ar_nvlink.always" >/dev/null 2>&1
 "${CHK[@]}" summary "$T/ar_nvlink.always" >"$T/chk" 2>&1
 tap_from_checker "$T/chk"
-ok "summary.log without cost windows: the start-up estimate's overhead line" \
-  bash -c "'$COLLATE' '$T/ar_nvlink.off' >/dev/null 2>&1 && grep -q 'Estimated overhead .*(recorded events x per-event cost, all ranks)\$' '$T/ar_nvlink.off/summary.log'"
+"$COLLATE" "$T/ar_nvlink.off" >/dev/null 2>&1
+"${CHK[@]}" fallback "$T/ar_nvlink.off" >"$T/chk" 2>&1
+tap_from_checker "$T/chk"
 
 # the MPI tree: 2 ranks, every callback timed
 MPILIB=$LIB/libcollprof-mpi.so

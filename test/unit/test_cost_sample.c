@@ -12,6 +12,9 @@
  *            collprof_shutdown stops the window thread at once and leaves
  *            the plain callbacks
  *   scale    cp_cost_scale's edges
+ *   set-ups  (oneoff.h) timed whole: nested ones count once, and a timed
+ *            callback leaves out the set-up inside it; the estimate adds
+ *            them unscaled
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -23,6 +26,8 @@
 #include "tap.h"
 #include "h1_util.h"
 #include "cost_sample.h"
+#include "oneoff.h"
+#include "tls.h"
 
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -86,7 +91,7 @@ static int windows_child(void) {
   CHECK(4, s.cost_callbacks > 0 && s.cost_callbacks < 5 * calls, "windows: %llu of %llu callbacks timed",
         (unsigned long long)s.cost_callbacks, (unsigned long long)(5 * calls));
   const uint64_t want = cp_cost_scale(s.cost_timed_ns, s.cost_span_ns - s.cost_slow_ns,
-                                      s.cost_window_ns - s.cost_slow_ns);
+                                      s.cost_window_ns - s.cost_slow_ns) + s.cost_setup_ns;
   CHECK(8, s.cost_est_ns == want && s.cost_est_ns > s.cost_timed_ns, "windows: estimate %llu, the rule %llu",
         (unsigned long long)s.cost_est_ns, (unsigned long long)want);
   CHECK(16, s.cost_err_ns >= 0, "windows: error %lld (unknown)", (long long)s.cost_err_ns);
@@ -118,9 +123,30 @@ int main(void) {
   collprof_snapshot a, b;
   if (collprof_snapshot_take(&a) != 0) { ok(0, "snapshot"); return done_testing(); }
   is_u(a.cost_callbacks, 500, "always: every callback of 100 calls timed");
-  ok(a.cost_windows == 1 && a.cost_est_ns == a.cost_timed_ns && a.cost_timed_ns > 0 && a.cost_err_ns == 0,
-     "always: one window, the estimate is the time timed (%llu ns), no error (%lld)",
-     (unsigned long long)a.cost_est_ns, (long long)a.cost_err_ns);
+  ok(a.cost_windows == 1 && a.cost_est_ns == a.cost_timed_ns + a.cost_setup_ns && a.cost_timed_ns > 0 &&
+     a.cost_setup_ns > 0 && a.cost_err_ns == 0,
+     "always: one window, the estimate is the time timed (%llu ns) and the set-ups (%llu ns), no error (%lld)",
+     (unsigned long long)a.cost_timed_ns, (unsigned long long)a.cost_setup_ns, (long long)a.cost_err_ns);
+  /* set-ups (oneoff.h): nested, counted once; inside a timed callback, left
+   * out of its time and added whole */
+  const uint64_t tot0 = atomic_load(&cp_oneoff_total_ns), mine0 = cp_oneoff_mine();
+  const uint64_t o1 = cp_oneoff_begin(), o2 = cp_oneoff_begin();
+  usleep(2000);
+  cp_oneoff_end(o2);
+  cp_oneoff_end(o1);
+  const uint64_t dt = atomic_load(&cp_oneoff_total_ns) - tot0;
+  ok(o2 == 0 && dt >= 2000000 && dt < 200000000 && cp_oneoff_mine() - mine0 == dt,
+     "set-ups: a nested one counts once (%llu ns for a 2 ms sleep, this thread's sum alike)", (unsigned long long)dt);
+  cp_thr *t = cp_thr_get();
+  const uint64_t n0 = t->cost_n, ns0 = t->cost_ns, tot1 = atomic_load(&cp_oneoff_total_ns);
+  const uint64_t w0 = cp_oneoff_mine(), c0 = cp_cost_begin();
+  const uint64_t o3 = cp_oneoff_begin();
+  usleep(3000);
+  cp_oneoff_end(o3);
+  cp_cost_end(c0, w0);
+  ok(t->cost_n == n0 + 1 && t->cost_ns - ns0 < 1000000 && atomic_load(&cp_oneoff_total_ns) - tot1 >= 3000000,
+     "set-ups: a timed callback leaves out the 3 ms set-up inside it (%llu ns timed, %llu ns set-up)",
+     (unsigned long long)(t->cost_ns - ns0), (unsigned long long)(atomic_load(&cp_oneoff_total_ns) - tot1));
   usleep(20000);
   if (collprof_snapshot_take(&b) != 0) { ok(0, "snapshot"); return done_testing(); }
   ok(b.cost_span_ns == a.cost_span_ns && b.cost_window_ns == a.cost_window_ns,

@@ -40,7 +40,7 @@ RANK_KEYS = ["recordType", "rank", "worldSize", "pid", "host", "startWall", "sta
              "gpuLaunchesTimed", "gpuLaunchesUnattributed", "gpuLaunchesSkipped", "gpuLaunchesUnread", "gpuLaunchesIdle", "memoryBytes",
              "perEventCostNs", "costCallbacks", "costTimedNs", "costWindows", "costWindowNs", "costSpanNs",
              "costSlowNs", "costNs", "costErrNs", "costDenseSpanNs", "costDenseWindows",
-             "costDenseWindowNs", "costDenseTimedNs", "costDenseCallbacks", "costDenseSlowNs", "costDenseNs",
+             "costDenseWindowNs", "costDenseTimedNs", "costDenseCallbacks", "costDenseSlowNs", "costDenseNs", "costSetupNs",
              "command", "comms"]
 PATH_KEYS = ["recordType", "id", "local", "hash", "path", "leafType", "leafFunc", "calls",
              "total_ns", "self_ns", "min_ns", "max_ns", "bytes", "states", "gpu_ns",
