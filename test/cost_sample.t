@@ -43,10 +43,20 @@ is "$?" 0 "windows at random times: the replay exits 0"
 tap_from_checker "$T/chk"
 
 # windows about every 8 ms: 4 times as often (every 2 ms) until 1 s after
-# the first that timed a callback, then the two parts scaled each by its own
-replay "$T/dense" 8 300 --timed "$FIX/ar_net/p0.jsonl"
+# the first that timed a callback, then the two parts scaled each by its
+# own; on ar_net's callbacks spread evenly over 2.5 s (NCCL's captures hold
+# a few calls, a long gap, then a burst: whether a window catches one of
+# the few would decide when the dense phase ends)
+python3 "$TOP/test/spread_capture.py" "$FIX/ar_net/p0.jsonl" "$T/spread.jsonl" 2.5
+replay "$T/dense" 8 300 --timed "$T/spread.jsonl"
 is "$?" 0 "a dense phase, then windows every 8 ms: the replay exits 0"
 "${CHK[@]}" dense "$T/dense" "$T/dense.log" >"$T/chk" 2>&1
+tap_from_checker "$T/chk"
+# ...and ended by the events made: 1.2 million in a fraction of a second
+# (the dense phase then shorter than the second its time rule would take)
+replay "$T/dense-ev" 8 300 --synthetic reuse --count 300
+is "$?" 0 "a dense phase ended by 100,000 events: the replay exits 0"
+"${CHK[@]}" dense-events "$T/dense-ev" "$T/dense-ev.log" >"$T/chk" 2>&1
 tap_from_checker "$T/chk"
 
 "$COLLATE" "$T/win" >/dev/null 2>&1
