@@ -645,12 +645,16 @@ static void auto_delay(const uint64_t *ids, size_t nids, int want_delay, const c
 }
 /* One communicator inited on this thread, the first call from another:
  * a program that inits on its main thread and calls from workers. */
-static void sc_auto_other_caller(void) {
+/* The default (auto) delay of 1000 ms, communicator 7 inited on this thread. */
+static void auto_with_one_init(void) {
   config(DEFAULT_MASK, 16, "");
   g_cfg.gpu_sample_delay_ms = 1000;
   g_cfg.gpu_sample_delay_auto = 1;
   cp_mask_attach(&g_mask);
   cp_mask_comm_id(7);
+}
+static void sc_auto_other_caller(void) {
+  auto_with_one_init();
   int kc = 0;
   for (uint32_t p = 1; p <= 4; p++) delayed_call(my_tid() + 1, p, &kc);
   check(!kc && cp_mask_start_delay_ms() == 1000u,
@@ -684,11 +688,7 @@ static void *init_and_stay(void *id) {
   return NULL;
 }
 static void sc_auto_threads(void) {
-  config(DEFAULT_MASK, 16, "");
-  g_cfg.gpu_sample_delay_ms = 1000;
-  g_cfg.gpu_sample_delay_auto = 1;
-  cp_mask_attach(&g_mask);
-  cp_mask_comm_id(7);
+  auto_with_one_init();
   const uint64_t other = 9;
   pthread_t th;
   if (pthread_create(&th, NULL, init_and_stay, (void *)&other) != 0) { check(0, "pthread_create"); return; }
@@ -706,39 +706,29 @@ static void sc_auto_threads(void) {
         "auto delay, two distinct communicators inited on two threads, both alive at the first call: the delay runs "
         "(KernelCh %s in 4 calls, delay %u ms)", kc ? "on" : "never on", cp_mask_start_delay_ms());
 }
-/* Two communicators inited on two threads that have exited by the first
- * call (NCCL's threads for a group of two inits): no delay. */
-static void sc_auto_threads_gone(void) {
+/* Communicators inited each on a thread that has exited by the first call
+ * (NCCL's own: one per init of a group of several, or of a non-blocking
+ * init): no delay, as for inits on the calling thread. */
+static void inits_on_gone_threads(const uint64_t *ids, int n, const char *what) {
   config(DEFAULT_MASK, 16, "");
   g_cfg.gpu_sample_delay_ms = 1000;
   g_cfg.gpu_sample_delay_auto = 1;
-  const uint64_t ids[2] = {7, 9};
   pthread_t th[2];
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < n && i < 2; i++)
     if (pthread_create(&th[i], NULL, init_on_thread, (void *)&ids[i]) != 0) { check(0, "pthread_create"); return; }
-  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < n && i < 2; i++) pthread_join(th[i], NULL);
   int kc = 0;
   for (uint32_t p = 1; p <= 4; p++) delayed_call(my_tid(), p, &kc);
-  check(kc && cp_mask_start_delay_ms() == 0u,
-        "auto delay, two distinct communicators inited on two threads that have exited (NCCL's grouped init): "
-        "no delay (KernelCh %s in 4 calls, delay %u ms)", kc ? "on" : "never on", cp_mask_start_delay_ms());
+  check(kc && cp_mask_start_delay_ms() == 0u, "auto delay, %s: no delay (KernelCh %s in 4 calls, delay %u ms)", what,
+        kc ? "on" : "never on", cp_mask_start_delay_ms());
 }
-/* One communicator inited on a thread that has exited by the first call
- * (NCCL's own thread, of a non-blocking init): no delay, as for an init
- * on the calling thread. */
+static void sc_auto_threads_gone(void) {
+  const uint64_t ids[2] = {7, 9};
+  inits_on_gone_threads(ids, 2, "two distinct communicators inited on two threads that have exited (NCCL's grouped init)");
+}
 static void sc_auto_init_thread_gone(void) {
-  config(DEFAULT_MASK, 16, "");
-  g_cfg.gpu_sample_delay_ms = 1000;
-  g_cfg.gpu_sample_delay_auto = 1;
   const uint64_t id = 7;
-  pthread_t th;
-  if (pthread_create(&th, NULL, init_on_thread, (void *)&id) != 0) { check(0, "pthread_create"); return; }
-  pthread_join(th, NULL);
-  int kc = 0;
-  for (uint32_t p = 1; p <= 4; p++) delayed_call(my_tid(), p, &kc);
-  check(kc && cp_mask_start_delay_ms() == 0u,
-        "auto delay, one communicator inited on a thread that has exited (NCCL's non-blocking init): no delay "
-        "(KernelCh %s in 4 calls, delay %u ms)", kc ? "on" : "never on", cp_mask_start_delay_ms());
+  inits_on_gone_threads(&id, 1, "one communicator inited on a thread that has exited (NCCL's non-blocking init)");
 }
 static void sc_auto_many(void) {
   uint64_t i[65];
