@@ -36,12 +36,12 @@
  * that rate until DENSE_AFTER_NS after the first window that caught a
  * callback, or until the process has made DENSE_EVENTS events (recorded
  * or counted: a run that calls so often has callbacks in every window,
- * and collprof-bench's rows, 700,000 events in 70 ms, would otherwise pay
- * for 4% of their callbacks timed instead of 1%); the run is then two strata, each scaled by its own windows
- * (a stratified estimate: each window stands for the time of its own
- * stratum), and their errors are combined.  The dense phase costs the
- * timing of DENSE_DIV times as many callbacks for a second or so: 4% of
- * them instead of 1%.  Until the later stratum has two windows the run is
+ * and collprof-bench's rows, 700,000 events in 70 ms, would otherwise
+ * time 4% of their callbacks instead of 1%).  The run is then two strata,
+ * each scaled by its own windows (a stratified estimate: each window
+ * stands for the time of its own stratum), and their errors are combined.
+ * The dense phase costs the timing of DENSE_DIV times as many callbacks
+ * for a second or so.  Until the later stratum has two windows the run is
  * scaled as one (it is then mostly the dense phase).  A rank whose windows
  * still caught no callback (a run shorter than the first gap, or one that
  * seldom calls NCCL) is left to the start-up figure.

@@ -281,8 +281,8 @@ static atomic_uint g_attached;        /* communicator inits seen (cp_mask_attach
 static pthread_mutex_t g_ids_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t g_ids[DELAY_IDS];
 static atomic_uint g_nids;            /* distinct commIds seen (cp_mask_comm_id) */
-static atomic_int g_ids_shared;       /* one repeated (two ranks of a communicator), 0, too many,
-                                         or inits on two threads */
+static atomic_int g_ids_shared;       /* one repeated (two ranks of a communicator), 0, too
+                                         many, or init threads that cannot be told apart */
 /* The threads that ran inits (under g_ids_mu), each alive until its exit
  * (init_thread_exit, through a key whose value is the slot + 1): NCCL runs
  * the inits of a group of several (ncclCommInitAll, inits between
@@ -693,7 +693,8 @@ HIDDEN void cp_mask_comm_id(uint64_t comm_id) {
    * can run whenever the thread ends */
   unsigned k = 0;
   while (k < g_ninit_tids && g_init_tid[k] != (int)tid) k++;
-  if (k == g_ninit_tids) {
+  /* a known tid not alive: an exited thread's id, taken by a new thread */
+  if (k == g_ninit_tids || !atomic_load(&g_init_alive[k])) {
     pthread_once(&g_ids_key_once, ids_key_create);
     if (k == INIT_TIDS || !atomic_load(&g_ids_key_ok) ||
         pthread_setspecific(g_ids_key, (void *)(uintptr_t)(k + 1)) != 0) {
@@ -701,7 +702,7 @@ HIDDEN void cp_mask_comm_id(uint64_t comm_id) {
     } else {
       g_init_tid[k] = (int)tid;
       atomic_store(&g_init_alive[k], 1);
-      g_ninit_tids = k + 1;
+      if (k == g_ninit_tids) g_ninit_tids = k + 1;
     }
   }
   pthread_mutex_unlock(&g_ids_mu);
