@@ -71,6 +71,11 @@ void cp_agg_init(cp_agg *a) {
   a->runtime_max_rank = -1;
 }
 
+double cp_agg_overhead_share(const cp_agg *a) {
+  const double denom = (double)a->ranks_reported * (double)a->runtime_max_ns;
+  return denom > 0 ? (double)a->overhead_ns / denom : -1.0;
+}
+
 void cp_agg_combine(cp_agg *into, const cp_agg *f) {
   into->ranks_reported += f->ranks_reported;
   into->ranks_with_nccl += f->ranks_with_nccl;

@@ -26,5 +26,8 @@ void cp_pstat_combine(cp_pstat *into, const cp_pstat *from);
 void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank);
 void cp_agg_init(cp_agg *a);
 void cp_agg_combine(cp_agg *into, const cp_agg *from);
+/* The estimated overhead (summed over ranks) over ranks x the longest
+ * rank's run time: collprof's share of the run; -1 when no rank ran. */
+double cp_agg_overhead_share(const cp_agg *a);
 
 #endif

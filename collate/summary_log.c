@@ -8,6 +8,7 @@
 #include "report.h"
 #include "frozen.h"
 #include "reduce.h"
+#include "merge.h"
 #include "collprof.h"
 #include <math.h>
 #include <errno.h>
@@ -298,6 +299,11 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   else
     fprintf(f, "  Estimated overhead [s]:       %.6f (recorded events x per-event cost, all ranks%s%s)\n",
             sec(a->overhead_ns), counted ? "; the callbacks of calls only counted not included" : "", setup);
+  /* what a user asks first: how much of the run that is */
+  const double share = cp_agg_overhead_share(a);
+  if (share >= 0)
+    fprintf(f, "  Overhead share [%%]:           %.3f (the overhead over %" PRIu64 " rank%s x the longest run time)\n",
+            100.0 * share, a->ranks_reported, a->ranks_reported == 1 ? "" : "s");
   fprintf(f, "  Memory used [MiB]:            %.3f (largest rank %.3f)\n",
           (double)s->agg.memory_bytes / 1048576.0, (double)s->agg.memory_max_bytes / 1048576.0);
   fprintf(f, "  Unterminated events:          %" PRIu64 "\n", s->agg.unterminated);

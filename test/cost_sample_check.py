@@ -21,6 +21,8 @@
       says so
   cost_sample_check.py fallback DIR        no window: overhead_ns is the ranks'
       eventsRecorded x perEventCostNs rounded, plus their costSetupNs
+summary and fallback: summary.json's overhead_share is overhead_ns over ranks x
+runtime_ns, and summary.log's "Overhead share [%]" line says it.
 Every mode with a rank record: costSetupNs (one-off set-ups timed whole,
 src/oneoff.h) > 0 (the replay makes a thread's block and ring at least) and,
 where an estimate exists, inside costNs.
@@ -56,6 +58,17 @@ def made(logs):
     return n
 
 
+def share_ok(d, s, nranks):
+    want = s["overhead_ns"] / (nranks * s["runtime_ns"])
+    check(abs(s["overhead_share"] - want) <= 1e-5 * max(want, 1e-9) + 1e-12,
+          "%s: overhead_share %s = overhead_ns / (%d ranks x runtime_ns) (%.6g)" %
+          (os.path.basename(d), s["overhead_share"], nranks, want))
+    log = open(os.path.join(d, "summary.log")).read()
+    line = "Overhead share [%%]:           %.3f (the overhead over %d rank%s x the longest run time)" % (
+        100 * want, nranks, "" if nranks == 1 else "s")
+    check(line in log, "%s: summary.log: %r" % (os.path.basename(d), line))
+
+
 def main():
     mode, d = sys.argv[1], sys.argv[2]
     name = os.path.basename(d)
@@ -70,6 +83,7 @@ def main():
               "%s: overhead_ns %s = events x per-event cost + set-ups (%d)" % (name, s["overhead_ns"], want))
         check(s["cost_setup_ns"] == sum(r["costSetupNs"] for r in rs), "%s: cost_setup_ns %s = the ranks'" %
               (name, s["cost_setup_ns"]))
+        share_ok(d, s, len(rs))
         log = open(os.path.join(d, "summary.log")).read()
         check(re.search(r"\(recorded events x per-event cost, all ranks.*; one-off set-ups timed whole: %.6f\)" %
                         (s["cost_setup_ns"] / 1e9), log) is not None, "%s: summary.log names the set-ups" % name)
@@ -82,6 +96,7 @@ def main():
               (name, s["overhead_insitu_ranks"], len(rs)))
         check(s["overhead_ns"] == ns, "%s: overhead_ns %s = the ranks' costNs summed (%d)" % (name, s["overhead_ns"], ns))
         check(s["cost_callbacks"] == cb, "%s: cost_callbacks %s = the ranks' (%d)" % (name, s["cost_callbacks"], cb))
+        share_ok(d, s, len(rs))
         log = open(os.path.join(d, "summary.log")).read()
         want = "%.6f +- 0.000000 (collprof's callbacks timed where NCCL made them: %d in %d windows" % (
             ns / 1e9, cb, sum(r["costWindows"] for r in rs))
