@@ -95,6 +95,7 @@
 #include "tls.h"
 #include "trace.h"
 #include "trace_ring.h"
+#include "trace_writer.h"
 
 #define CP_EXPORT __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
@@ -2118,6 +2119,10 @@ static ncclResult_t init_common(void **context, uint64_t comm_id, int *mask, con
     return NCCL_SYSTEM_ERROR;
   }
   atomic_fetch_add(&g.active_comms, 1);
+  /* the block and trace ring of the threads that record first (NCCL's
+   * proxy thread, this one's) made now, not in their first callbacks */
+  cp_thr_prepare(2);
+  cp_trace_prepare(2);
   *context = (void *)(uintptr_t)c->ctx_value;
   lifecycle(c, c->ctx_value, m, 0);
   if (__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))

@@ -238,6 +238,10 @@ void cp_pool_flush_span(cp_slot *s) {
   s->span_bad = s->span_first = 0;
 }
 
+void cp_pool_prepare(cp_pool *p) {
+  if (p && p->nchunks == 0 && !p->released) (void)grow(p);
+}
+
 cp_slot *cp_pool_alloc_slow(cp_pool *p, uint32_t *idx) {
   if (p->released) { p->exhausted++; return NULL; }
   if (p->busy >= p->capacity && grow(p) != 0) {

@@ -257,6 +257,9 @@ void cp_pool_excl_unlock(cp_pool *p);
  * full (counted in p->exhausted) or the pool was released.  A reused
  * slot's pending GPU span is first accounted to its old path. */
 cp_slot *cp_pool_alloc_slow(cp_pool *p, uint32_t *idx);
+/* Its first chunk made now (a pool no thread can reach yet: registry.c),
+ * not at the first event's start (oneoff.h: 0.1-0.2 ms on the CPU). */
+void cp_pool_prepare(cp_pool *p);
 /* Slot by index (chunk or fallback set), NULL if none. */
 cp_slot *cp_pool_slot_slow(cp_pool *p, uint32_t idx);
 /* The event stopped: the slot goes back (stays held while blacklisted);

@@ -59,6 +59,7 @@ cp_comm *cp_registry_add(uint64_t comm_id, const char *comm_name, int nnodes, in
   if (idx > CP_COMM_MAX) { pthread_mutex_unlock(&reg_mu); free(c); return NULL; }
   c->lanes[0] = cp_pool_create(idx, cfg->pool_size, cfg->blacklist_cap);
   if (!c->lanes[0]) { pthread_mutex_unlock(&reg_mu); free(c); return NULL; }
+  cp_pool_prepare(c->lanes[0]);   /* not yet reachable: NCCL has no context for it */
   atomic_init(&c->lanes_lock, 0u);
   c->index = idx;
   c->comm_id = comm_id;

@@ -46,6 +46,25 @@ void *cp_calloc_lines(size_t size) {
   return p;
 }
 
+void cp_thr_prepare(unsigned want) {
+  if (want > 2) want = 2;
+  const uint64_t o = cp_oneoff_begin();   /* oneoff.h */
+  pthread_mutex_lock(&thr_mu);
+  unsigned spare = 0;
+  for (cp_thr *t = thr_free; t; t = t->next_free) spare++;
+  for (; spare < want; spare++) {
+    cp_thr *t = cp_calloc_lines(sizeof *t);
+    if (!t) break;
+    atomic_fetch_add_explicit(&thr_mem, sizeof *t, memory_order_relaxed);
+    t->next = atomic_load_explicit(&thr_head, memory_order_relaxed);
+    atomic_store_explicit(&thr_head, t, memory_order_release);   /* its numbers (all 0) count */
+    t->next_free = thr_free;
+    thr_free = t;
+  }
+  pthread_mutex_unlock(&thr_mu);
+  cp_oneoff_end(o);
+}
+
 cp_thr *cp_thr_slow(void) {
   const uint64_t o = cp_oneoff_begin();   /* oneoff.h */
   pthread_once(&thr_key_once, thr_key_init);

@@ -434,6 +434,33 @@ static void after_fork_child(void) {
   atomic_store(&g_thr_running, 0);
 }
 
+/* A new ring in `state`, linked into the list (NULL: out of memory). */
+static cp_ring *ring_new(int state) {
+  /* aligned_alloc wants sizes that are multiples of the alignment. */
+  size_t slots_bytes = (g_cap * 4 * sizeof(cp_unit) + 63) & ~(size_t)63;   /* mask + 1 units */
+  cp_ring *rg = aligned_alloc(64, (sizeof *rg + 63) & ~(size_t)63);
+  cp_unit *slots = aligned_alloc(64, slots_bytes);
+  if (!rg || !slots) {
+    free(rg);
+    free(slots);
+    return NULL;
+  }
+  memset(rg, 0, sizeof *rg);
+  /* Touch every page now, once per ring: otherwise the first pass
+   * through the ring takes a page fault every 128 records on the
+   * application's thread. */
+  memset(slots, 0, slots_bytes);
+  rg->slots = slots;
+  rg->mask = g_cap * 4 - 1;
+  rg->half = g_cap * 2;
+  rg->resume = g_cap * 3;
+  atomic_store(&rg->state, state);
+  atomic_fetch_add(&g_ring_bytes, sizeof *rg + slots_bytes);
+  rg->next = atomic_load(&g_rings);
+  while (!atomic_compare_exchange_weak(&g_rings, &rg->next, rg)) {}
+  return rg;
+}
+
 /* A ring, free or new, not yet bound to any thread (NULL: none). */
 static cp_ring *ring_get(void) {
   if (!atomic_load(&g_started)) cp_trace_start();
@@ -443,32 +470,28 @@ static cp_ring *ring_get(void) {
     int f = RING_FREE;
     if (atomic_compare_exchange_strong(&rg->state, &f, RING_ACTIVE)) goto got;
   }
-  /* aligned_alloc wants sizes that are multiples of the alignment. */
-  size_t slots_bytes = (g_cap * 4 * sizeof(cp_unit) + 63) & ~(size_t)63;   /* mask + 1 units */
-  rg = aligned_alloc(64, (sizeof *rg + 63) & ~(size_t)63);
-  cp_unit *slots = aligned_alloc(64, slots_bytes);
-  if (!rg || !slots) {
-    free(rg);
-    free(slots);
-    return NULL;
-  }
-  memset(rg, 0, sizeof *rg);
-  /* Touch every page now, once per thread: otherwise the first pass
-   * through the ring takes a page fault every 128 records on the
-   * application's thread. */
-  memset(slots, 0, slots_bytes);
-  rg->slots = slots;
-  rg->mask = g_cap * 4 - 1;
-  rg->half = g_cap * 2;
-  rg->resume = g_cap * 3;
-  atomic_fetch_add(&g_ring_bytes, sizeof *rg + slots_bytes);
-  rg->next = atomic_load(&g_rings);
-  while (!atomic_compare_exchange_weak(&g_rings, &rg->next, rg)) {}
+  rg = ring_new(RING_ACTIVE);
+  if (!rg) return NULL;
 got:
   rg->head_priv = atomic_load(&rg->head);
   rg->tail_cache = atomic_load(&rg->tail);
   rg->over = 0;
   return rg;
+}
+
+#define SPARE_RINGS 2   /* cp_trace_prepare's most: 4 MiB at the default buffer */
+void cp_trace_prepare(unsigned want) {
+  if (!atomic_load(&g_started) || !atomic_load(&cp_trace_accept) || atomic_load(&g_child)) return;
+  if (want > SPARE_RINGS) want = SPARE_RINGS;
+  const uint64_t o = cp_oneoff_begin();   /* oneoff.h: collprof's set-up, if on NCCL's time */
+  pthread_mutex_lock(&g_start_mu);   /* one init at a time counts and adds */
+  unsigned spare = 0;
+  for (cp_ring *rg = atomic_load_explicit(&g_rings, memory_order_acquire); rg; rg = rg->next)
+    spare += atomic_load_explicit(&rg->state, memory_order_acquire) == RING_FREE;
+  for (; spare < want; spare++)
+    if (!ring_new(RING_FREE)) break;
+  pthread_mutex_unlock(&g_start_mu);
+  cp_oneoff_end(o);
 }
 
 __attribute__((noinline, cold)) static cp_ring *ring_attach(void) {

@@ -9,6 +9,9 @@
  *              parsing, and equal field for field to what the oracle
  *              rebuilds from the generating formula (make_rec below)
  *   tiny       COLLPROF_TRACE_BUFFER=4: drops counted exactly, one warning
+ *   prepare    rings and thread blocks made ahead (cp_trace_prepare,
+ *              cp_thr_prepare: at most 2 spare each): the first two new
+ *              threads take them, the third makes its own
  *   refill     a ring that overflowed takes records again only once the
  *              writer has drained it to three quarters (the writer held
  *              still, its progress made by hand)
@@ -37,6 +40,7 @@
 #include "trace_json.h"
 #include "trace_writer.h"
 #include "trace_ring.h"
+#include <semaphore.h>
 
 #include <dirent.h>
 #include <sched.h>
@@ -204,6 +208,54 @@ static int sc_many(const char *expf) {
   fprintf(f, ",");
   write_comm(f, "commB", comm_b);
   fprintf(f, "}\n");
+  fclose(f);
+  return 0;
+}
+
+/* One record from a new thread, which also takes its block, and stays
+ * (an exited thread's block and ring would be handed on) until released. */
+static sem_t put_done, put_exit;
+static void *put_one(void *arg) {
+  (void)arg;
+  (void)cp_thr_get();
+  cp_rec r;
+  make_rec(&r, 0, 1);
+  cp_trace_put(&r);
+  sem_post(&put_done);
+  sem_wait(&put_exit);
+  return NULL;
+}
+static int sc_prepare(const char *expf) {
+  setup_strings_and_comms();
+  cp_trace_start();
+  uint64_t ring[6], thr[6];
+  ring[0] = cp_trace_memory_bytes(); thr[0] = cp_thr_memory();
+  cp_trace_prepare(5);   /* at most 2 */
+  cp_thr_prepare(5);
+  ring[1] = cp_trace_memory_bytes(); thr[1] = cp_thr_memory();
+  cp_trace_prepare(2);   /* already there: nothing more */
+  cp_thr_prepare(2);
+  ring[2] = cp_trace_memory_bytes(); thr[2] = cp_thr_memory();
+  sem_init(&put_done, 0, 0);
+  sem_init(&put_exit, 0, 0);
+  pthread_t th[3];
+  for (int i = 3; i < 6; i++) {
+    if (pthread_create(&th[i - 3], NULL, put_one, NULL) != 0) return 2;
+    sem_wait(&put_done);
+    ring[i] = cp_trace_memory_bytes(); thr[i] = cp_thr_memory();
+  }
+  for (int i = 0; i < 3; i++) sem_post(&put_exit);
+  for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+  FILE *f = fopen(expf, "w");
+  /* in units of one ring and one block (the first step made two of each) */
+  const uint64_t r1 = (ring[1] - ring[0]) / 2, t1 = (thr[1] - thr[0]) / 2;
+  fprintf(f, "made %llu %llu again %llu %llu threads",
+          (unsigned long long)((ring[1] - ring[0]) / (r1 ? r1 : 1)), (unsigned long long)((thr[1] - thr[0]) / (t1 ? t1 : 1)),
+          (unsigned long long)(ring[2] - ring[1]), (unsigned long long)(thr[2] - thr[1]));
+  for (int i = 3; i < 6; i++)
+    fprintf(f, " %llu/%llu", (unsigned long long)((ring[i] - ring[i - 1]) / (r1 ? r1 : 1)),
+            (unsigned long long)((thr[i] - thr[i - 1]) / (t1 ? t1 : 1)));
+  fprintf(f, "\n");
   fclose(f);
   return 0;
 }
@@ -875,6 +927,7 @@ int main(int argc, char **argv) {
     if (!strcmp(s, "many")) return sc_many(argv[2]);
     if (!strcmp(s, "tiny")) return sc_tiny(argv[2]);
     if (!strcmp(s, "refill")) return sc_refill(argv[2]);
+    if (!strcmp(s, "prepare")) return sc_prepare(argv[2]);
     if (!strcmp(s, "nice")) return sc_nice(argv[2]);
     if (!strcmp(s, "yield")) return sc_yield(argv[2]);
     if (!strcmp(s, "unwritable")) return sc_unwritable(argv[2]);
@@ -931,6 +984,18 @@ int main(int argc, char **argv) {
   snprintf(cmdf, sizeof cmdf, "%s/tiny", tmp);
   pid_file(cmdf, f, sizeof f);
   ok(check("count", f, "tiny"), "tiny ring: file holds exactly the records not dropped");
+
+  /* rings and blocks made ahead: the first two new threads take them */
+  snprintf(e1, sizeof e1, "COLLPROF_OUTPUT_DIR=%s/prepare", tmp);
+  const char *env_prepare[] = {e1, NULL};
+  rc = run("prepare", env_prepare, NULL);
+  snprintf(f, sizeof f, "%s/prepare.expect", tmp);
+  exp = slurp(f);
+  ok(rc == 0 && exp && !strcmp(exp, "made 2 2 again 0 0 threads 0/0 0/0 1/1\n"),
+     "prepare: 2 spare rings and blocks at most, none more when asked again; two new threads take "
+     "them (no memory added), the third makes its own ring and block (%s)", exp ? exp : "no file");
+  free(exp);
+  show_err("prepare");
 
   /* a full ring refills to three quarters before it takes records again */
   snprintf(e1, sizeof e1, "COLLPROF_OUTPUT_DIR=%s/refill", tmp);
