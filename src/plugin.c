@@ -213,11 +213,14 @@ __attribute__((noinline)) static cp_pool *lane_of(cp_thr *t, cp_comm *c) {
     for (uint32_t i = 0; i < CP_LANES; i++) {
       if (__atomic_load_n(&c->lane_owner[i], __ATOMIC_RELAXED)) continue;
       const cp_config *cfg = cp_config_get();
-      p = i == 0 ? c->lanes[0] : cp_pool_create_lane(c->index, i, cfg->pool_size, cfg->blacklist_cap);
+      /* lanes 0 and 1 were made at registration (registry.c) */
+      cp_pool *made = __atomic_load_n(&c->lanes[i], __ATOMIC_ACQUIRE);
+      p = made ? made : cp_pool_create_lane(c->index, i, cfg->pool_size, cfg->blacklist_cap);
       if (p) {
         /* its owner from now on: this thread records there without the
-         * lock (pool_owner.h); lane 0 may have been seen by a snapshot */
-        if (i == 0) cp_pool_claim(p, t);
+         * lock (pool_owner.h); a lane made before may have been seen by a
+         * snapshot */
+        if (made) cp_pool_claim(p, t);
         else __atomic_store_n(&p->owner, me, __ATOMIC_RELAXED);
         __atomic_store_n(&c->lanes[i], p, __ATOMIC_RELEASE);
         __atomic_store_n(&c->lane_owner[i], me, __ATOMIC_RELEASE);
@@ -2118,11 +2121,12 @@ static ncclResult_t init_common(void **context, uint64_t comm_id, int *mask, con
     bad(W_INIT_FAIL, "cannot register a communicator (too many, or out of memory); it is not profiled");
     return NCCL_SYSTEM_ERROR;
   }
-  atomic_fetch_add(&g.active_comms, 1);
-  /* the block and trace ring of the threads that record first (NCCL's
-   * proxy thread, this one's) made now, not in their first callbacks */
-  cp_thr_prepare(2);
-  cp_trace_prepare(2);
+  const unsigned ncomms = (unsigned)atomic_fetch_add(&g.active_comms, 1) + 1;
+  /* the blocks and trace rings of the threads that record first (this
+   * one, a proxy thread per communicator) made now, not in their first
+   * callbacks */
+  cp_thr_prepare(1 + ncomms);
+  cp_trace_prepare(1 + ncomms);
   *context = (void *)(uintptr_t)c->ctx_value;
   lifecycle(c, c->ctx_value, m, 0);
   if (__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))

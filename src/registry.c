@@ -60,6 +60,14 @@ cp_comm *cp_registry_add(uint64_t comm_id, const char *comm_name, int nnodes, in
   c->lanes[0] = cp_pool_create(idx, cfg->pool_size, cfg->blacklist_cap);
   if (!c->lanes[0]) { pthread_mutex_unlock(&reg_mu); free(c); return NULL; }
   cp_pool_prepare(c->lanes[0]);   /* not yet reachable: NCCL has no context for it */
+  /* ...and the second lane, with its first chunk: the second thread that
+   * records (NCCL's proxy thread) takes it (plugin.c lane_of) instead of
+   * making it in its first callback (0.2-0.3 ms on the CPU); none: made
+   * on first use as the others */
+  if (CP_LANES > 1) {
+    c->lanes[1] = cp_pool_create_lane(idx, 1, cfg->pool_size, cfg->blacklist_cap);
+    cp_pool_prepare(c->lanes[1]);
+  }
   atomic_init(&c->lanes_lock, 0u);
   c->index = idx;
   c->comm_id = comm_id;

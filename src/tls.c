@@ -47,7 +47,7 @@ void *cp_calloc_lines(size_t size) {
 }
 
 void cp_thr_prepare(unsigned want) {
-  if (want > 2) want = 2;
+  if (want > 4) want = 4;
   const uint64_t o = cp_oneoff_begin();   /* oneoff.h */
   pthread_mutex_lock(&thr_mu);
   unsigned spare = 0;

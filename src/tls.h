@@ -193,7 +193,7 @@ _Static_assert(sizeof(cp_tls_hot_t) <= 64, "cp_tls_hot: one cache line");
 
 cp_thr *cp_thr_slow(void);
 /* Blocks made ahead, at a communicator's init (plugin.c): up to `want`
- * (at most 2) free ones, so that a thread's first callback (NCCL's proxy
+ * (at most 4) free ones, so that a thread's first callback (NCCL's proxy
  * thread's) takes one instead of allocating and touching a block there. */
 void cp_thr_prepare(unsigned want);
 /* The block every thread shares when a block of its own could not be

@@ -479,7 +479,7 @@ got:
   return rg;
 }
 
-#define SPARE_RINGS 2   /* cp_trace_prepare's most: 4 MiB at the default buffer */
+#define SPARE_RINGS 4   /* cp_trace_prepare's most: 8 MiB at the default buffer */
 void cp_trace_prepare(unsigned want) {
   if (!atomic_load(&g_started) || !atomic_load(&cp_trace_accept) || atomic_load(&g_child)) return;
   if (want > SPARE_RINGS) want = SPARE_RINGS;

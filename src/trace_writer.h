@@ -46,8 +46,8 @@ struct cp_ring *cp_trace_ring_use(struct cp_ring *rg);
 void cp_trace_ring_release(struct cp_ring *rg);
 
 /* Rings made ahead, at a communicator's init (plugin.c): up to `want` (at
- * most 2) free ones, so that the threads that record first (the
- * application's, NCCL's proxy thread) take one instead of making and
+ * most 4) free ones, so that the threads that record first (the
+ * application's, NCCL's proxy threads) take one instead of making and
  * touching 2 MiB in their first callback (1.3-1.7 ms on the CPU, on the
  * proxy thread's first call).  Made on the calling thread, whose memory
  * node is the GPU's during NCCL's init. */

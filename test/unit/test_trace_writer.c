@@ -10,8 +10,8 @@
  *              rebuilds from the generating formula (make_rec below)
  *   tiny       COLLPROF_TRACE_BUFFER=4: drops counted exactly, one warning
  *   prepare    rings and thread blocks made ahead (cp_trace_prepare,
- *              cp_thr_prepare: at most 2 spare each): the first two new
- *              threads take them, the third makes its own
+ *              cp_thr_prepare: at most 4): the first four new threads
+ *              take them, the fifth makes its own
  *   refill     a ring that overflowed takes records again only once the
  *              writer has drained it to three quarters (the writer held
  *              still, its progress made by hand)
@@ -228,33 +228,35 @@ static void *put_one(void *arg) {
 static int sc_prepare(const char *expf) {
   setup_strings_and_comms();
   cp_trace_start();
-  uint64_t ring[6], thr[6];
+  enum { NT = 5 };
+  uint64_t ring[3 + NT], thr[3 + NT];
   ring[0] = cp_trace_memory_bytes(); thr[0] = cp_thr_memory();
-  cp_trace_prepare(5);   /* at most 2 */
-  cp_thr_prepare(5);
+  cp_trace_prepare(9);   /* 4 at most */
+  cp_thr_prepare(9);
   ring[1] = cp_trace_memory_bytes(); thr[1] = cp_thr_memory();
-  cp_trace_prepare(2);   /* already there: nothing more */
-  cp_thr_prepare(2);
+  cp_trace_prepare(1);   /* already there: nothing more */
+  cp_thr_prepare(1);
   ring[2] = cp_trace_memory_bytes(); thr[2] = cp_thr_memory();
   sem_init(&put_done, 0, 0);
   sem_init(&put_exit, 0, 0);
-  pthread_t th[3];
-  for (int i = 3; i < 6; i++) {
-    if (pthread_create(&th[i - 3], NULL, put_one, NULL) != 0) return 2;
+  pthread_t th[NT];
+  for (int i = 0; i < NT; i++) {   /* each stays until all have put */
+    if (pthread_create(&th[i], NULL, put_one, NULL) != 0) return 2;
     sem_wait(&put_done);
-    ring[i] = cp_trace_memory_bytes(); thr[i] = cp_thr_memory();
+    ring[3 + i] = cp_trace_memory_bytes(); thr[3 + i] = cp_thr_memory();
   }
-  for (int i = 0; i < 3; i++) sem_post(&put_exit);
-  for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < NT; i++) sem_post(&put_exit);
+  for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
   FILE *f = fopen(expf, "w");
-  /* in units of one ring and one block (the first step made two of each) */
-  const uint64_t r1 = (ring[1] - ring[0]) / 2, t1 = (thr[1] - thr[0]) / 2;
-  fprintf(f, "made %llu %llu again %llu %llu threads",
-          (unsigned long long)((ring[1] - ring[0]) / (r1 ? r1 : 1)), (unsigned long long)((thr[1] - thr[0]) / (t1 ? t1 : 1)),
-          (unsigned long long)(ring[2] - ring[1]), (unsigned long long)(thr[2] - thr[1]));
-  for (int i = 3; i < 6; i++)
-    fprintf(f, " %llu/%llu", (unsigned long long)((ring[i] - ring[i - 1]) / (r1 ? r1 : 1)),
-            (unsigned long long)((thr[i] - thr[i - 1]) / (t1 ? t1 : 1)));
+  /* in units of one ring and one block (the first step made four of each) */
+  const uint64_t r1 = (ring[1] - ring[0]) / 4 ? (ring[1] - ring[0]) / 4 : 1;
+  const uint64_t t1 = (thr[1] - thr[0]) / 4 ? (thr[1] - thr[0]) / 4 : 1;
+  fprintf(f, "made %llu %llu again %llu %llu threads", (unsigned long long)((ring[1] - ring[0]) / r1),
+          (unsigned long long)((thr[1] - thr[0]) / t1), (unsigned long long)(ring[2] - ring[1]),
+          (unsigned long long)(thr[2] - thr[1]));
+  for (int i = 3; i < 3 + NT; i++)
+    fprintf(f, " %llu/%llu", (unsigned long long)((ring[i] - ring[i - 1]) / r1),
+            (unsigned long long)((thr[i] - thr[i - 1]) / t1));
   fprintf(f, "\n");
   fclose(f);
   return 0;
@@ -991,9 +993,10 @@ int main(int argc, char **argv) {
   rc = run("prepare", env_prepare, NULL);
   snprintf(f, sizeof f, "%s/prepare.expect", tmp);
   exp = slurp(f);
-  ok(rc == 0 && exp && !strcmp(exp, "made 2 2 again 0 0 threads 0/0 0/0 1/1\n"),
-     "prepare: 2 spare rings and blocks at most, none more when asked again; two new threads take "
-     "them (no memory added), the third makes its own ring and block (%s)", exp ? exp : "no file");
+  ok(rc == 0 && exp && !strcmp(exp, "made 4 4 again 0 0 threads 0/0 0/0 0/0 0/0 1/1\n"),
+     "prepare: 4 spare rings and blocks at most (9 asked), none more when asked again; four new "
+     "threads take them (no memory added), the fifth makes its own ring and block (%s)",
+     exp ? exp : "no file");
   free(exp);
   show_err("prepare");
 
