@@ -24,6 +24,12 @@ set -u
 export COLLPROF_HOST_SAMPLE=${COLLPROF_HOST_SAMPLE:-1}
 # no GPU sampling start delay: it would cover the whole of the bench's run
 export COLLPROF_GPU_SAMPLE_DELAY_MS=${COLLPROF_GPU_SAMPLE_DELAY_MS:-0}
+# no cost windows (src/cost_sample.c): they open by the wall clock, and
+# under valgrind, which runs one thread at a time, a window stays open
+# until the window thread is scheduled again, so how many callbacks it
+# times (and the count) changed from run to run: 692 and 802 instructions
+# per event, trace off, on one build
+export COLLPROF_COST_SAMPLE_MS=${COLLPROF_COST_SAMPLE_MS:-0}
 B=$(cd "${1:-${COLLPROF_BUILD:-build}}" && pwd) || exit 2
 N=20000          # calls; the bench adds 2000 warm-up calls
 CHANNELS=2       # KernelCh per call (test/bench/bench_tree.c)
