@@ -923,6 +923,20 @@ static void show_err(const char *name) {
   free(e);
 }
 
+/* A scenario whose child writes one line of figures to NAME.expect: that
+ * line must be `want` (the test's text says what it means). */
+static void expect_line(const char *name, const char *extra_env, const char *want, const char *what) {
+  char e1[700], f[700];
+  snprintf(e1, sizeof e1, "COLLPROF_OUTPUT_DIR=%s/%s", tmp, name);
+  const char *env[] = {e1, extra_env, NULL};
+  const int rc = run(name, env, NULL);
+  snprintf(f, sizeof f, "%s/%s.expect", tmp, name);
+  char *exp = slurp(f);
+  ok(rc == 0 && exp && !strcmp(exp, want), "%s (%s)", what, exp ? exp : "no file");
+  free(exp);
+  show_err(name);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3) {
     const char *s = argv[1];
@@ -987,31 +1001,15 @@ int main(int argc, char **argv) {
   pid_file(cmdf, f, sizeof f);
   ok(check("count", f, "tiny"), "tiny ring: file holds exactly the records not dropped");
 
-  /* rings and blocks made ahead: the first two new threads take them */
-  snprintf(e1, sizeof e1, "COLLPROF_OUTPUT_DIR=%s/prepare", tmp);
-  const char *env_prepare[] = {e1, NULL};
-  rc = run("prepare", env_prepare, NULL);
-  snprintf(f, sizeof f, "%s/prepare.expect", tmp);
-  exp = slurp(f);
-  ok(rc == 0 && exp && !strcmp(exp, "made 4 4 again 0 0 threads 0/0 0/0 0/0 0/0 1/1\n"),
-     "prepare: 4 spare rings and blocks at most (9 asked), none more when asked again; four new "
-     "threads take them (no memory added), the fifth makes its own ring and block (%s)",
-     exp ? exp : "no file");
-  free(exp);
-  show_err("prepare");
+  /* rings and blocks made ahead: the first four new threads take them */
+  expect_line("prepare", NULL, "made 4 4 again 0 0 threads 0/0 0/0 0/0 0/0 1/1\n",
+              "prepare: 4 spare rings and blocks at most (9 asked), none more when asked again; four new "
+              "threads take them (no memory added), the fifth makes its own ring and block");
 
   /* a full ring refills to three quarters before it takes records again */
-  snprintf(e1, sizeof e1, "COLLPROF_OUTPUT_DIR=%s/refill", tmp);
-  const char *env_refill[] = {e1, "COLLPROF_TRACE_BUFFER=64", NULL};
-  rc = run("refill", env_refill, NULL);
-  snprintf(f, sizeof f, "%s/refill.expect", tmp);
-  exp = slurp(f);
-  ok(rc == 0 && exp && !strcmp(exp, "held 1 units 256 accepted 64 drops 1 2 3 3 3\n"),
-     "refill: 64 records fill a 256-unit ring; after the overflow a record is dropped with 4 "
-     "or 64 units drained and taken at 68 (three quarters full), and the next one too (%s)",
-     exp ? exp : "no file");
-  free(exp);
-  show_err("refill");
+  expect_line("refill", "COLLPROF_TRACE_BUFFER=64", "held 1 units 256 accepted 64 drops 1 2 3 3 3\n",
+              "refill: 64 records fill a 256-unit ring; after the overflow a record is dropped with 4 "
+              "or 64 units drained and taken at 68 (three quarters full), and the next one too");
 
   /* the writer thread yields after each 64 KiB block it writes */
   snprintf(e1, sizeof e1, "COLLPROF_OUTPUT_DIR=%s/yield", tmp);
