@@ -86,7 +86,7 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
              ",\"gpu_launches_unread\":%" PRIu64 ",\"gpu_launches_idle\":%" PRIu64 ",\n",
           a->runtime_max_ns, a->runtime_max_rank, a->events_recorded, a->events_counted, a->overhead_ns,
           a->overhead_insitu_ranks, a->cost_callbacks, a->cost_windows, a->cost_window_ns, a->cost_span_ns,
-          a->cost_setup_ns, cp_agg_overhead_share(a) >= 0 ? cp_agg_overhead_share(a) : 0.0, sqrt(a->cost_err_var), a->cost_err_unknown,
+          a->cost_setup_ns, fmax(cp_agg_overhead_share(a), 0.0), sqrt(a->cost_err_var), a->cost_err_unknown,
           a->memory_bytes,
           a->memory_max_bytes, a->unterminated, a->blacklist_evictions, a->events_pxn,
           a->unknown_parent, a->trace_dropped, a->bad_calls, a->gpu_sampled_calls,

@@ -64,10 +64,9 @@ cp_comm *cp_registry_add(uint64_t comm_id, const char *comm_name, int nnodes, in
    * records (NCCL's proxy thread) takes it (plugin.c lane_of) instead of
    * making it in its first callback (0.2-0.3 ms on the CPU); none: made
    * on first use as the others */
-  if (CP_LANES > 1) {
-    c->lanes[1] = cp_pool_create_lane(idx, 1, cfg->pool_size, cfg->blacklist_cap);
-    cp_pool_prepare(c->lanes[1]);
-  }
+  _Static_assert(CP_LANES >= 2, "a second lane to make ahead");
+  c->lanes[1] = cp_pool_create_lane(idx, 1, cfg->pool_size, cfg->blacklist_cap);
+  cp_pool_prepare(c->lanes[1]);   /* NULL-safe */
   atomic_init(&c->lanes_lock, 0u);
   c->index = idx;
   c->comm_id = comm_id;

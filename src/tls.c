@@ -46,6 +46,18 @@ void *cp_calloc_lines(size_t size) {
   return p;
 }
 
+/* A new zeroed block on the list of all blocks (its numbers, all 0,
+ * count in snapshots); thr_mu held.  NULL: out of memory. */
+static cp_thr *block_new(void) {
+  cp_thr *t = cp_calloc_lines(sizeof *t);
+  if (t) {
+    atomic_fetch_add_explicit(&thr_mem, sizeof *t, memory_order_relaxed);
+    t->next = atomic_load_explicit(&thr_head, memory_order_relaxed);
+    atomic_store_explicit(&thr_head, t, memory_order_release);
+  }
+  return t;
+}
+
 void cp_thr_prepare(unsigned want) {
   if (want > 4) want = 4;
   const uint64_t o = cp_oneoff_begin();   /* oneoff.h */
@@ -53,11 +65,8 @@ void cp_thr_prepare(unsigned want) {
   unsigned spare = 0;
   for (cp_thr *t = thr_free; t; t = t->next_free) spare++;
   for (; spare < want; spare++) {
-    cp_thr *t = cp_calloc_lines(sizeof *t);
+    cp_thr *t = block_new();
     if (!t) break;
-    atomic_fetch_add_explicit(&thr_mem, sizeof *t, memory_order_relaxed);
-    t->next = atomic_load_explicit(&thr_head, memory_order_relaxed);
-    atomic_store_explicit(&thr_head, t, memory_order_release);   /* its numbers (all 0) count */
     t->next_free = thr_free;
     thr_free = t;
   }
@@ -74,12 +83,7 @@ cp_thr *cp_thr_slow(void) {
     thr_free = t->next_free;
     t->next_free = NULL;
   } else {
-    t = cp_calloc_lines(sizeof *t);
-    if (t) {
-      atomic_fetch_add_explicit(&thr_mem, sizeof *t, memory_order_relaxed);
-      t->next = atomic_load_explicit(&thr_head, memory_order_relaxed);
-      atomic_store_explicit(&thr_head, t, memory_order_release);
-    }
+    t = block_new();
   }
   pthread_mutex_unlock(&thr_mu);
   if (!t) {
