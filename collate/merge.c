@@ -71,6 +71,21 @@ void cp_agg_init(cp_agg *a) {
   a->runtime_max_rank = -1;
 }
 
+void cp_agg_settle_overhead(cp_agg *a) {
+  double fb = (double)a->fallback_startup_ns;
+  a->overhead_borrowed = 0;
+  if (a->fallback_events && a->insitu_events && a->insitu_ns > a->insitu_setup_ns) {
+    fb = (double)(a->insitu_ns - a->insitu_setup_ns) / (double)a->insitu_events * (double)a->fallback_events;
+    a->overhead_borrowed = 1;
+  }
+  a->overhead_ns = a->insitu_ns + (uint64_t)llround(fb) + a->fallback_setup_ns;
+}
+
+double cp_agg_overhead_ns_per_event(const cp_agg *a) {
+  return a->insitu_events && a->insitu_ns > a->insitu_setup_ns
+             ? (double)(a->insitu_ns - a->insitu_setup_ns) / (double)a->insitu_events : 0.0;
+}
+
 double cp_agg_overhead_share(const cp_agg *a) {
   const double denom = (double)a->ranks_reported * (double)a->runtime_max_ns;
   return denom > 0 ? (double)a->overhead_ns / denom : -1.0;
@@ -87,6 +102,10 @@ void cp_agg_combine(cp_agg *into, const cp_agg *f) {
   into->cost_window_ns += f->cost_window_ns; into->cost_span_ns += f->cost_span_ns;
   into->cost_err_var += f->cost_err_var; into->cost_err_unknown += f->cost_err_unknown;
   into->cost_setup_ns += f->cost_setup_ns;
+  into->insitu_ns += f->insitu_ns; into->insitu_setup_ns += f->insitu_setup_ns;
+  into->insitu_events += f->insitu_events;
+  into->fallback_ranks += f->fallback_ranks; into->fallback_events += f->fallback_events;
+  into->fallback_setup_ns += f->fallback_setup_ns; into->fallback_startup_ns += f->fallback_startup_ns;
   into->unterminated += f->unterminated;
   into->blacklist_evictions += f->blacklist_evictions;
   into->unknown_parent += f->unknown_parent;
@@ -102,7 +121,7 @@ void cp_agg_combine(cp_agg *into, const cp_agg *f) {
   into->gpu_launches_idle += f->gpu_launches_idle;
   into->memory_bytes += f->memory_bytes;
   if (f->memory_max_bytes > into->memory_max_bytes) into->memory_max_bytes = f->memory_max_bytes;
-  into->overhead_ns += f->overhead_ns;
+  cp_agg_settle_overhead(into);
   if (f->start_wall_min_ns < into->start_wall_min_ns) into->start_wall_min_ns = f->start_wall_min_ns;
   if (f->end_wall_max_ns > into->end_wall_max_ns) into->end_wall_max_ns = f->end_wall_max_ns;
   if (f->runtime_max_rank >= 0 &&

@@ -26,6 +26,17 @@ void cp_pstat_combine(cp_pstat *into, const cp_pstat *from);
 void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank);
 void cp_agg_init(cp_agg *a);
 void cp_agg_combine(cp_agg *into, const cp_agg *from);
+/* Sets a->overhead_ns from its parts (rundata.h): the in-situ ranks'
+ * figures; the other ranks' events at the in-situ ranks' cost per event
+ * (their windows timed NCCL's callbacks where they ran, counted calls'
+ * included; the start-up figure is a hot loop's, and leaves counted calls
+ * out) where there are such ranks, else at the start-up figure; and every
+ * rank's set-ups.  A pure function of sums, so any order of combining
+ * settles on the same figure. */
+void cp_agg_settle_overhead(cp_agg *a);
+/* The in-situ ranks' cost per event (recorded and counted), set-ups left
+ * out; 0 when there is none. */
+double cp_agg_overhead_ns_per_event(const cp_agg *a);
 /* The estimated overhead (summed over ranks) over ranks x the longest
  * rank's run time: collprof's share of the run; -1 when no rank ran. */
 double cp_agg_overhead_share(const cp_agg *a);

@@ -274,18 +274,25 @@ static void agg_from_rank(const cp_rank_data *r, cp_agg *a) {
   a->gpu_launches_unread = r->gpu_launches_unread;
   a->gpu_launches_idle = r->gpu_launches_idle;
   a->memory_bytes = a->memory_max_bytes = r->memory_bytes;
+  const uint64_t events = r->events_recorded + r->events_counted;
   if (r->cost_windows > 0 && r->cost_callbacks > 0) {   /* timed in situ (src/cost_sample.c) */
-    a->overhead_ns = r->cost_est_ns;
+    a->insitu_ns = r->cost_est_ns;
+    a->insitu_setup_ns = r->cost_setup_ns;
+    a->insitu_events = events;
     a->overhead_insitu_ranks = 1;
     a->cost_callbacks = r->cost_callbacks; a->cost_windows = r->cost_windows;
     a->cost_window_ns = r->cost_window_ns; a->cost_span_ns = r->cost_span_ns;
     if (r->cost_err_ns >= 0) a->cost_err_var = (double)r->cost_err_ns * (double)r->cost_err_ns;
     else a->cost_err_unknown = 1;
-  } else {   /* the start-up figure, and the set-ups timed whole (src/oneoff.h) */
+  } else {   /* the start-up figure, or one borrowed (merge.c); the set-ups timed whole (src/oneoff.h) */
     double ov = (double)r->events_recorded * r->per_event_cost_ns;
-    a->overhead_ns = (ov > 0 && isfinite(ov) ? (uint64_t)llround(ov) : 0) + r->cost_setup_ns;
+    a->fallback_ranks = 1;
+    a->fallback_events = events;
+    a->fallback_setup_ns = r->cost_setup_ns;
+    a->fallback_startup_ns = ov > 0 && isfinite(ov) ? (uint64_t)llround(ov) : 0;
   }
   a->cost_setup_ns = r->cost_setup_ns;
+  cp_agg_settle_overhead(a);
   uint64_t rt = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;
   if (r->start_wall_ns) {
     a->start_wall_min_ns = r->start_wall_ns;

@@ -153,9 +153,19 @@ typedef struct cp_agg {
   uint64_t gpu_launches_timed, gpu_launches_unattributed, gpu_launches_skipped, gpu_launches_unread,
            gpu_launches_idle;
   uint64_t memory_max_bytes;             /* max over ranks */
-  uint64_t overhead_ns;                  /* per rank: its costNs where callbacks were
-                                            timed in situ, else llround(events x
-                                            per-event cost); summed */
+  /* The overhead's parts (summed), from which overhead_ns is settled
+   * (merge.c, cp_agg_combine): the in-situ ranks' costNs, set-ups and
+   * events (recorded and counted); the other ranks' (fallback) events,
+   * set-ups, and recorded events x start-up per-event cost. */
+  uint64_t insitu_ns, insitu_setup_ns, insitu_events;
+  uint64_t fallback_ranks, fallback_events, fallback_setup_ns, fallback_startup_ns;
+  uint64_t overhead_ns;                  /* the in-situ ranks' costNs, plus for the others
+                                            their events (recorded and counted) x the
+                                            in-situ ranks' cost per event where there are
+                                            in-situ ranks with events (overhead_borrowed),
+                                            else recorded events x the start-up per-event
+                                            cost; plus their set-ups */
+  int overhead_borrowed;                 /* 1: the fallback ranks' part is borrowed */
   int64_t start_wall_min_ns;             /* earliest start (INT64_MAX if none) */
   int64_t end_wall_max_ns;               /* latest start_wall + (end - start) */
   uint64_t runtime_max_ns;               /* longest rank (end - start) */

@@ -76,6 +76,7 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
           s->event_mask, mask);
   fprintf(f, "\"runtime_ns\":%" PRIu64 ",\"runtimeRank\":%d,\"events_recorded\":%" PRIu64
              ",\"events_counted\":%" PRIu64 ",\"overhead_ns\":%" PRIu64 ",\"overhead_insitu_ranks\":%" PRIu64
+             ",\"overhead_borrowed_ranks\":%" PRIu64 ",\"overhead_borrowed_ns_per_event\":%.1f"
              ",\"cost_callbacks\":%" PRIu64 ",\"cost_windows\":%" PRIu64 ",\"cost_window_ns\":%" PRIu64
              ",\"cost_span_ns\":%" PRIu64 ",\"cost_setup_ns\":%" PRIu64 ",\"overhead_share\":%.6g,\"overhead_err_ns\":%.0f,\"overhead_err_unknown_ranks\":%" PRIu64 ",\"memory_bytes\":%" PRIu64 ",\"memory_max_bytes\":%" PRIu64
              ",\n\"unterminated\":%" PRIu64 ",\"blacklist_evictions\":%" PRIu64 ",\"events_pxn\":%" PRIu64
@@ -85,7 +86,8 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
              ",\"gpu_launches_unattributed\":%" PRIu64 ",\"gpu_launches_skipped\":%" PRIu64
              ",\"gpu_launches_unread\":%" PRIu64 ",\"gpu_launches_idle\":%" PRIu64 ",\n",
           a->runtime_max_ns, a->runtime_max_rank, a->events_recorded, a->events_counted, a->overhead_ns,
-          a->overhead_insitu_ranks, a->cost_callbacks, a->cost_windows, a->cost_window_ns, a->cost_span_ns,
+          a->overhead_insitu_ranks, a->overhead_borrowed ? a->fallback_ranks : 0,
+          a->overhead_borrowed ? cp_agg_overhead_ns_per_event(a) : 0.0, a->cost_callbacks, a->cost_windows, a->cost_window_ns, a->cost_span_ns,
           a->cost_setup_ns, fmax(cp_agg_overhead_share(a), 0.0), sqrt(a->cost_err_var), a->cost_err_unknown,
           a->memory_bytes,
           a->memory_max_bytes, a->unterminated, a->blacklist_evictions, a->events_pxn,

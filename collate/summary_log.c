@@ -290,6 +290,12 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
     fprintf(f, "  Estimated overhead [s]:       %.6f%s (collprof's callbacks timed where NCCL made them: %" PRIu64
                " in %" PRIu64 " windows, %.2f%% of the time%s; all ranks%s)\n",
             sec(a->overhead_ns), err, a->cost_callbacks, a->cost_windows, cover, setup, unknown);
+  else if (a->overhead_insitu_ranks && a->overhead_borrowed)
+    fprintf(f, "  Estimated overhead [s]:       %.6f%s (callbacks timed where NCCL made them on %" PRIu64 " of %" PRIu64
+               " ranks: %" PRIu64 " in %" PRIu64 " windows, %.2f%% of the time%s; the others: their events x "
+               "those ranks' cost per event, %.1f ns, error not included%s)\n",
+            sec(a->overhead_ns), err, a->overhead_insitu_ranks, a->ranks_reported, a->cost_callbacks, a->cost_windows,
+            cover, unknown, cp_agg_overhead_ns_per_event(a), setup);
   else if (a->overhead_insitu_ranks)
     fprintf(f, "  Estimated overhead [s]:       %.6f%s (callbacks timed where NCCL made them on %" PRIu64 " of %" PRIu64
                " ranks: %" PRIu64 " in %" PRIu64 " windows, %.2f%% of the time%s; the others: recorded events x "

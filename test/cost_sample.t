@@ -86,5 +86,21 @@ if mpi_preload_ok "$MPILIB"; then
   is "$?" 0 "mpirun, 2 ranks, every callback timed: exits 0"
   "${CHK[@]}" summary "$T/mpi" >"$T/chk" 2>&1
   tap_from_checker "$T/chk"
+  # rank 1's windows off: its figure borrows rank 0's cost per event
+  # (collate/merge.c), in the MPI tree and offline alike
+  printf '#!/bin/sh\n[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export COLLPROF_COST_SAMPLE_MS=0\nexec "%s" "$@"\n' \
+    "$REPLAY" >"$T/rank1_off.sh"
+  chmod +x "$T/rank1_off.sh"
+  rm -rf "$T/mix"
+  COLLPROF_OUTPUT_DIR=$T/mix COLLPROF_QUIET=1 COLLPROF_COST_SAMPLE_MS=1 COLLPROF_COST_WINDOW_US=1000 timeout 120 \
+    "${MPIRUN[@]}" -np 2 -x COLLPROF_OUTPUT_DIR -x COLLPROF_QUIET -x COLLPROF_COST_SAMPLE_MS -x COLLPROF_COST_WINDOW_US \
+    -x LD_PRELOAD="$MPILIB" "$T/rank1_off.sh" "$FIX"/ar_nvlink/p*.jsonl >"$T/mix.out" 2>&1
+  is "$?" 0 "mpirun, 2 ranks, rank 1's windows off: exits 0"
+  "${CHK[@]}" borrowed "$T/mix" >"$T/chk" 2>&1
+  tap_from_checker "$T/chk"
+  rm -f "$T/mix/summary.json" "$T/mix/summary.log"
+  "$COLLATE" "$T/mix" >/dev/null 2>&1
+  "${CHK[@]}" borrowed "$T/mix" >"$T/chk" 2>&1
+  tap_from_checker "$T/chk"
 fi
 done_testing

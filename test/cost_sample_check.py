@@ -21,7 +21,11 @@
       says so
   cost_sample_check.py fallback DIR        no window: overhead_ns is the ranks'
       eventsRecorded x perEventCostNs rounded, plus their costSetupNs
-summary and fallback: summary.json's overhead_share is overhead_ns over ranks x
+  cost_sample_check.py borrowed DIR        rank 0 timed in situ, the others not:
+      overhead_ns is rank 0's costNs, plus the others' events (recorded and
+      counted) x rank 0's (costNs - costSetupNs) per event, plus their
+      costSetupNs; summary.json and summary.log name the borrowed cost
+summary, fallback and borrowed: summary.json's overhead_share is overhead_ns over ranks x
 runtime_ns, and summary.log's "Overhead share [%]" line says it.
 Every mode with a rank record: costSetupNs (one-off set-ups timed whole,
 src/oneoff.h) > 0 (the replay makes a thread's block and ring at least) and,
@@ -87,6 +91,29 @@ def main():
         log = open(os.path.join(d, "summary.log")).read()
         check(re.search(r"\(recorded events x per-event cost, all ranks.*; one-off set-ups timed whole: %.6f\)" %
                         (s["cost_setup_ns"] / 1e9), log) is not None, "%s: summary.log names the set-ups" % name)
+        return
+    if mode == "borrowed":
+        s = json.load(open(os.path.join(d, "summary.json")))
+        timed = [r for r in rs if r.get("costCallbacks", 0) > 0]
+        rest = [r for r in rs if r.get("costCallbacks", 0) == 0]
+        check(len(timed) == 1 and len(rest) == len(rs) - 1 and rest, "%s: one rank timed in situ, %d not" %
+              (name, len(rest)))
+        if not timed or not rest:
+            return
+        t = timed[0]
+        per = (t["costNs"] - t["costSetupNs"]) / (t["eventsRecorded"] + t.get("eventsCounted", 0))
+        ev = sum(r["eventsRecorded"] + r.get("eventsCounted", 0) for r in rest)
+        want = t["costNs"] + round(per * ev) + sum(r["costSetupNs"] for r in rest)
+        check(s["overhead_insitu_ranks"] == 1 and abs(s["overhead_ns"] - want) <= 1,
+              "%s: overhead_ns %s = rank 0's costNs + the others' %d events x %.1f ns + their set-ups (%d)" %
+              (name, s["overhead_ns"], ev, per, want))
+        check(s["overhead_borrowed_ranks"] == len(rest) and abs(s["overhead_borrowed_ns_per_event"] - per) <= 0.06,
+              "%s: summary.json: %s ranks borrowed %s ns per event" %
+              (name, s["overhead_borrowed_ranks"], s["overhead_borrowed_ns_per_event"]))
+        share_ok(d, s, len(rs))
+        log = open(os.path.join(d, "summary.log")).read()
+        line = "the others: their events x those ranks' cost per event, %.1f ns" % per
+        check(line in log, "%s: summary.log: %r" % (name, line))
         return
     if mode == "summary":
         s = json.load(open(os.path.join(d, "summary.json")))
