@@ -2122,11 +2122,13 @@ static ncclResult_t init_common(void **context, uint64_t comm_id, int *mask, con
     return NCCL_SYSTEM_ERROR;
   }
   const unsigned ncomms = (unsigned)atomic_fetch_add(&g.active_comms, 1) + 1;
-  /* the blocks and trace rings of the threads that record first (this
-   * one, a proxy thread per communicator) made now, not in their first
-   * callbacks */
-  cp_thr_prepare(1 + ncomms);
-  cp_trace_prepare(1 + ncomms);
+  /* the blocks and trace rings of the threads that record first made
+   * now, not in their first callbacks: a calling thread and a proxy
+   * thread per communicator (one thread driving several communicators
+   * leaves some spare; a thread per GPU, as nccl-tests -t, needs them
+   * all) */
+  cp_thr_prepare(2 * ncomms);
+  cp_trace_prepare(2 * ncomms);
   *context = (void *)(uintptr_t)c->ctx_value;
   lifecycle(c, c->ctx_value, m, 0);
   if (__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))

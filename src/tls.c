@@ -58,13 +58,15 @@ static cp_thr *block_new(void) {
   return t;
 }
 
-void cp_thr_prepare(unsigned want) {
-  if (want > 4) want = 4;
+#define SPARE_MAX 16   /* free blocks kept ahead, at most */
+void cp_thr_prepare(unsigned threads) {
   const uint64_t o = cp_oneoff_begin();   /* oneoff.h */
   pthread_mutex_lock(&thr_mu);
-  unsigned spare = 0;
+  unsigned spare = 0, all = 0;
   for (cp_thr *t = thr_free; t; t = t->next_free) spare++;
-  for (; spare < want; spare++) {
+  for (cp_thr *t = atomic_load_explicit(&thr_head, memory_order_relaxed); t; t = t->next) all += t != &cp_thr_emergency;
+  const unsigned used = all - spare;   /* blocks of live threads (an exited one's is free again) */
+  for (; spare < SPARE_MAX && spare + used < threads; spare++) {
     cp_thr *t = block_new();
     if (!t) break;
     t->next_free = thr_free;

@@ -192,10 +192,12 @@ _Static_assert(sizeof(cp_tls_hot_t) <= 64, "cp_tls_hot: one cache line");
 #define cp_replay_kc_ops (cp_tls_hot.replay_kc_ops)
 
 cp_thr *cp_thr_slow(void);
-/* Blocks made ahead, at a communicator's init (plugin.c): up to `want`
- * (at most 4) free ones, so that a thread's first callback (NCCL's proxy
- * thread's) takes one instead of allocating and touching a block there. */
-void cp_thr_prepare(unsigned want);
+/* Blocks made ahead, at a communicator's init (plugin.c), for `threads`
+ * threads in all: free ones are made until those of live threads plus the
+ * free ones reach it (at most 16 free), so that a thread's first callback
+ * (NCCL's proxy thread's) takes one instead of allocating and touching a
+ * block there. */
+void cp_thr_prepare(unsigned threads);
 /* The block every thread shares when a block of its own could not be
  * allocated: its numbers stay atomic, but what a thread keeps for itself
  * alone (counted_memo.h) must not be used there. */

@@ -479,16 +479,24 @@ got:
   return rg;
 }
 
-#define SPARE_RINGS 4   /* cp_trace_prepare's most: 8 MiB at the default buffer */
-void cp_trace_prepare(unsigned want) {
+/* Free rings kept ahead: at most SPARE_MAX, and no more than SPARE_BYTES
+ * of them (COLLPROF_TRACE_BUFFER sets a ring's size), but 2 always. */
+#define SPARE_MAX 16
+#define SPARE_BYTES (32u << 20)
+void cp_trace_prepare(unsigned threads) {
   if (!atomic_load(&g_started) || !atomic_load(&cp_trace_accept) || atomic_load(&g_child)) return;
-  if (want > SPARE_RINGS) want = SPARE_RINGS;
+  const uint64_t ring_bytes = g_cap * 4 * sizeof(cp_unit);
+  uint64_t most = SPARE_BYTES / (ring_bytes ? ring_bytes : 1);
+  most = most < 2 ? 2 : most > SPARE_MAX ? SPARE_MAX : most;
   const uint64_t o = cp_oneoff_begin();   /* oneoff.h: collprof's set-up, if on NCCL's time */
   pthread_mutex_lock(&g_start_mu);   /* one init at a time counts and adds */
-  unsigned spare = 0;
-  for (cp_ring *rg = atomic_load_explicit(&g_rings, memory_order_acquire); rg; rg = rg->next)
-    spare += atomic_load_explicit(&rg->state, memory_order_acquire) == RING_FREE;
-  for (; spare < want; spare++)
+  unsigned spare = 0, used = 0;
+  for (cp_ring *rg = atomic_load_explicit(&g_rings, memory_order_acquire); rg; rg = rg->next) {
+    const int st = atomic_load_explicit(&rg->state, memory_order_acquire);
+    spare += st == RING_FREE;
+    used += st == RING_ACTIVE;
+  }
+  for (; spare < most && spare + used < threads; spare++)
     if (!ring_new(RING_FREE)) break;
   pthread_mutex_unlock(&g_start_mu);
   cp_oneoff_end(o);

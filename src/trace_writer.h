@@ -45,12 +45,14 @@ struct cp_ring *cp_trace_ring_use(struct cp_ring *rg);
  * then hands it out again. */
 void cp_trace_ring_release(struct cp_ring *rg);
 
-/* Rings made ahead, at a communicator's init (plugin.c): up to `want` (at
- * most 4) free ones, so that the threads that record first (the
- * application's, NCCL's proxy threads) take one instead of making and
- * touching 2 MiB in their first callback (1.3-1.7 ms on the CPU, on the
- * proxy thread's first call).  Made on the calling thread, whose memory
- * node is the GPU's during NCCL's init. */
-void cp_trace_prepare(unsigned want);
+/* Rings made ahead, at a communicator's init (plugin.c), for `threads`
+ * recording threads in all: free ones are made until the rings in use plus
+ * the free ones reach it (at most 16 free, and at most 32 MiB of them, but
+ * 2 always), so that the threads that record first (the application's,
+ * NCCL's proxy threads) take one instead of making and touching 2 MiB in
+ * their first callback (1.3-1.7 ms on the CPU, on the proxy thread's first
+ * call).  Made on the calling thread, whose memory node is the GPU's
+ * during NCCL's init. */
+void cp_trace_prepare(unsigned threads);
 
 #endif

@@ -10,8 +10,8 @@
  *              rebuilds from the generating formula (make_rec below)
  *   tiny       COLLPROF_TRACE_BUFFER=4: drops counted exactly, one warning
  *   prepare    rings and thread blocks made ahead (cp_trace_prepare,
- *              cp_thr_prepare: at most 4): the first four new threads
- *              take them, the fifth makes its own
+ *              cp_thr_prepare) for so many threads in all, those in use
+ *              counted; new threads take them; 16 free at most
  *   refill     a ring that overflowed takes records again only once the
  *              writer has drained it to three quarters (the writer held
  *              still, its progress made by hand)
@@ -225,38 +225,51 @@ static void *put_one(void *arg) {
   sem_wait(&put_exit);
   return NULL;
 }
+/* cp_trace_prepare's and cp_thr_prepare's rule, for so many threads in
+ * all, relative to what this process holds already: threads asked for
+ * one at a time until one of each is made gives its size (the unit) and
+ * the base (in use + free, nothing free before: no init ran); then each
+ * step's memory in units. */
+typedef struct { void (*prep)(unsigned); uint64_t (*mem)(void); uint64_t unit, last; unsigned base; } prep_kind;
+static int prep_base(prep_kind *k) {
+  k->last = k->mem();
+  for (unsigned n = 1; n <= 16; n++) {
+    k->prep(n);
+    const uint64_t m = k->mem();
+    if (m > k->last) { k->unit = m - k->last; k->last = m; k->base = n; return 0; }
+  }
+  return -1;
+}
+static void prep_step(FILE *f, const char *what, prep_kind *k, unsigned add) {
+  if (add) k[0].prep(k[0].base + add), k[1].prep(k[1].base + add);
+  fprintf(f, " %s", what);
+  for (int i = 0; i < 2; i++) {
+    const uint64_t m = k[i].mem();
+    fprintf(f, "%s%llu", i ? "/" : " ", (unsigned long long)((m - k[i].last) / k[i].unit));
+    k[i].last = m;
+  }
+}
 static int sc_prepare(const char *expf) {
   setup_strings_and_comms();
   cp_trace_start();
-  enum { NT = 5 };
-  uint64_t ring[3 + NT], thr[3 + NT];
-  ring[0] = cp_trace_memory_bytes(); thr[0] = cp_thr_memory();
-  cp_trace_prepare(9);   /* 4 at most */
-  cp_thr_prepare(9);
-  ring[1] = cp_trace_memory_bytes(); thr[1] = cp_thr_memory();
-  cp_trace_prepare(1);   /* already there: nothing more */
-  cp_thr_prepare(1);
-  ring[2] = cp_trace_memory_bytes(); thr[2] = cp_thr_memory();
+  prep_kind k[2] = {{cp_trace_prepare, cp_trace_memory_bytes, 0, 0, 0}, {cp_thr_prepare, cp_thr_memory, 0, 0, 0}};
+  if (prep_base(&k[0]) || prep_base(&k[1])) return 2;   /* 1 free each, base = in use + 1 */
+  FILE *f = fopen(expf, "w");
+  prep_step(f, "for+2", k, 2);      /* 2 more: 3 free */
+  prep_step(f, "again", k, 2);      /* none */
   sem_init(&put_done, 0, 0);
   sem_init(&put_exit, 0, 0);
-  pthread_t th[NT];
-  for (int i = 0; i < NT; i++) {   /* each stays until all have put */
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) {     /* each takes a free one and stays */
     if (pthread_create(&th[i], NULL, put_one, NULL) != 0) return 2;
     sem_wait(&put_done);
-    ring[3 + i] = cp_trace_memory_bytes(); thr[3 + i] = cp_thr_memory();
+    prep_step(f, "thread", k, 0);
   }
-  for (int i = 0; i < NT; i++) sem_post(&put_exit);
-  for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
-  FILE *f = fopen(expf, "w");
-  /* in units of one ring and one block (the first step made four of each) */
-  const uint64_t r1 = (ring[1] - ring[0]) / 4 ? (ring[1] - ring[0]) / 4 : 1;
-  const uint64_t t1 = (thr[1] - thr[0]) / 4 ? (thr[1] - thr[0]) / 4 : 1;
-  fprintf(f, "made %llu %llu again %llu %llu threads", (unsigned long long)((ring[1] - ring[0]) / r1),
-          (unsigned long long)((thr[1] - thr[0]) / t1), (unsigned long long)(ring[2] - ring[1]),
-          (unsigned long long)(thr[2] - thr[1]));
-  for (int i = 3; i < 3 + NT; i++)
-    fprintf(f, " %llu/%llu", (unsigned long long)((ring[i] - ring[i - 1]) / r1),
-            (unsigned long long)((thr[i] - thr[i - 1]) / t1));
+  prep_step(f, "for+2", k, 2);      /* 2 more in use, 1 free: none */
+  prep_step(f, "for+4", k, 4);      /* 3 free */
+  prep_step(f, "for+100", k, 100);  /* 16 free at most: 13 more */
+  for (int i = 0; i < 2; i++) sem_post(&put_exit);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
   fprintf(f, "\n");
   fclose(f);
   return 0;
@@ -1001,10 +1014,11 @@ int main(int argc, char **argv) {
   pid_file(cmdf, f, sizeof f);
   ok(check("count", f, "tiny"), "tiny ring: file holds exactly the records not dropped");
 
-  /* rings and blocks made ahead: the first four new threads take them */
-  expect_line("prepare", NULL, "made 4 4 again 0 0 threads 0/0 0/0 0/0 0/0 1/1\n",
-              "prepare: 4 spare rings and blocks at most (9 asked), none more when asked again; four new "
-              "threads take them (no memory added), the fifth makes its own ring and block");
+  /* rings and blocks made ahead, for so many threads in all */
+  expect_line("prepare", NULL, " for+2 2/2 again 0/0 thread 0/0 thread 0/0 for+2 0/0 for+4 2/2 for+100 13/13\n",
+              "prepare: free rings and blocks made until in use + free reach the threads asked for (2 "
+              "more asked: 2 made), none when asked again; new threads take them (no memory added), and "
+              "count as in use (the same number asked: none made; 2 more: 2); 16 free at most");
 
   /* a full ring refills to three quarters before it takes records again */
   expect_line("refill", "COLLPROF_TRACE_BUFFER=64", "held 1 units 256 accepted 64 drops 1 2 3 3 3\n",
