@@ -93,7 +93,7 @@ $(B)/obj/%.o: %.c $(wildcard include/*.h src/*.h collate/*.h mpi_wrap/*.h test/*
 
 $(LIB)/libcollprof.so: $(PLUGIN_OBJ)
 	@mkdir -p $(LIB)
-	$(CC) -shared -Wl,-soname,libcollprof.so -o $@ $^ $(LDFLAGS_ALL) -lxxhash -ldl
+	$(CC) -shared -Wl,-soname,libcollprof.so -Wl,-z,now -o $@ $^ $(LDFLAGS_ALL) -lxxhash -ldl
 
 $(LIB)/libnccl-profiler-collprof.so: $(LIB)/libcollprof.so
 	ln -sf libcollprof.so $@

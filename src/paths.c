@@ -17,6 +17,7 @@
 #include "nccl_profiler_abi.h"
 #include "paths.h"
 #include "mask_control.h"
+#include "bump.h"
 #include "oneoff.h"
 #include "strtab.h"
 #include "tls.h"
@@ -121,7 +122,7 @@ static uint32_t create_locked(uint32_t parent, uint32_t type, uint32_t func) {
                   : parent == CP_PATH_PXN ? "PXN" : cp_path_str(parent);
   const char *fs = func ? cp_str_get(func) : "";
   size_t n = (pre ? strlen(pre) + 1 : 0) + strlen(cp_type_short(type)) + (func ? strlen(fs) + 1 : 0) + 1;
-  char *s = malloc(n);
+  char *s = cp_bump_alloc(n);   /* never freed; no malloc arena on NCCL's threads (bump.h) */
   if (!s) return CP_PATH_NONE;
   snprintf(s, n, "%s%s%s%s%s", pre ? pre : "", pre ? "/" : "", cp_type_short(type), func ? ":" : "", fs);
   atomic_fetch_add_explicit(&path_mem, n, memory_order_relaxed);

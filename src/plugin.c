@@ -70,6 +70,7 @@
 #include "collprof.h"
 #pragma GCC visibility push(hidden)
 #include "plugin.h"
+#include "bump.h"
 #include "affinity.h"
 #include "capture.h"
 #include "clock.h"
@@ -2129,6 +2130,7 @@ static ncclResult_t init_common(void **context, uint64_t comm_id, int *mask, con
    * all) */
   cp_thr_prepare(2 * ncomms);
   cp_trace_prepare(2 * ncomms);
+  cp_bump_prepare();   /* new paths' texts (bump.h) */
   *context = (void *)(uintptr_t)c->ctx_value;
   lifecycle(c, c->ctx_value, m, 0);
   if (__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))

@@ -18,6 +18,7 @@
 #pragma GCC visibility push(hidden)
 #include "pool_owner.h"
 #include "config.h"
+#include "oneoff.h"
 
 _Atomic uint64_t cp_pool_posts_full, cp_pool_excl_count;
 
@@ -159,16 +160,31 @@ void cp_pool_drain(cp_pool *p) {
   p->in_seen = head;
 }
 
+/* The inbox, made once per pool (in_lock held): a one-off set-up
+ * (oneoff.h), 20 KiB touched. */
+static cp_post *inbox_make(cp_pool *p) {
+  cp_post *box = p->inbox;
+  if (box || __atomic_load_n(&p->finalized, __ATOMIC_RELAXED)) return box;
+  const uint64_t o = cp_oneoff_begin();
+  box = calloc(CP_INBOX, sizeof *box);
+  __atomic_store_n(&p->inbox, box, __ATOMIC_RELEASE);
+  cp_oneoff_end(o);
+  return box;
+}
+
+void cp_pool_prepare_inbox(cp_pool *p) {
+  if (!p) return;
+  cp_spin_lock(&p->in_lock);
+  (void)inbox_make(p);
+  cp_spin_unlock(&p->in_lock);
+}
+
 void cp_pool_post(cp_pool *p, const cp_post *m) {
   if (__atomic_load_n(&p->finalized, __ATOMIC_RELAXED)) return;   /* its slots are gone (or going) */
   if (cp_pool_owner(p) != 0) {
     cp_spin_lock(&p->in_lock);
-    cp_post *box = p->inbox;
-    if (!box && !__atomic_load_n(&p->finalized, __ATOMIC_RELAXED)) {
-      /* made at the first post: most pools never get one (once per pool) */
-      box = calloc(CP_INBOX, sizeof *box);
-      __atomic_store_n(&p->inbox, box, __ATOMIC_RELEASE);
-    }
+    /* made at the first post where not made ahead (cp_pool_prepare_inbox) */
+    cp_post *box = inbox_make(p);
     const uint32_t tail = atomic_load_explicit(&p->in_tail, memory_order_relaxed);
     if (box && tail - __atomic_load_n(&p->in_head, __ATOMIC_ACQUIRE) < CP_INBOX) {
       box[tail % CP_INBOX] = *m;

@@ -144,6 +144,11 @@ void cp_pool_post(cp_pool *p, const cp_post *m);
 /* Free the inbox (finalize, pool held and drained; later posts are
  * dropped: the communicator is finalized). */
 void cp_pool_drop_inbox(cp_pool *p);
+/* The inbox made now, not at the first post: a communicator's first lane
+ * (registry.c), whose Coll/P2p NCCL's proxy thread posts to at its first
+ * KernelCh stop (a parent in another lane), so that callback does not
+ * make it.  NULL-safe; nothing if there is one. */
+void cp_pool_prepare_inbox(cp_pool *p);
 /* Apply one message (pool held). */
 void cp_pool_apply(cp_pool *p, const cp_post *m);
 

@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #pragma GCC visibility push(hidden)
 #include "registry.h"
+#include "pool_owner.h"
 #include "jfmt.h"
 #include "config.h"
 #include "handle.h"
@@ -60,6 +61,7 @@ cp_comm *cp_registry_add(uint64_t comm_id, const char *comm_name, int nnodes, in
   c->lanes[0] = cp_pool_create(idx, cfg->pool_size, cfg->blacklist_cap);
   if (!c->lanes[0]) { pthread_mutex_unlock(&reg_mu); free(c); return NULL; }
   cp_pool_prepare(c->lanes[0]);   /* not yet reachable: NCCL has no context for it */
+  cp_pool_prepare_inbox(c->lanes[0]);   /* the proxy thread's posts (pool_owner.h) */
   /* ...and the second lane, with its first chunk: the second thread that
    * records (NCCL's proxy thread) takes it (plugin.c lane_of) instead of
    * making it in its first callback (0.2-0.3 ms on the CPU); none: made

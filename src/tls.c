@@ -13,6 +13,7 @@
 #include "config.h"
 #include "mix64.h"
 #include "oneoff.h"
+#include "profile.h"
 
 __thread cp_tls_hot_t cp_tls_hot __attribute__((tls_model("initial-exec"), aligned(64)));
 
@@ -69,6 +70,9 @@ void cp_thr_prepare(unsigned threads) {
   for (; spare < SPARE_MAX && spare + used < threads; spare++) {
     cp_thr *t = block_new();
     if (!t) break;
+    /* with its first profile chunk (paths 0-255, 32 KiB), which the
+     * thread's first state or stop would make (profile.c) */
+    (void)cp_prof_ent_slow(t, 0);
     t->next_free = thr_free;
     thr_free = t;
   }

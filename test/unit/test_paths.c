@@ -4,9 +4,13 @@
  * string (computed here with libxxhash directly), O(1) lookup (a 20x larger
  * table must not make lookups slower in proportion), UnknownParent and PXN
  * roots, the CUDA-graph case (a parent handle whose slot was reused long
- * ago still gives the right path), v4 paths, bytes and self time.
+ * ago still gives the right path), v4 paths, bytes and self time; a new
+ * thread's new paths and strings make it no malloc arena (src/bump.h).
  */
+#include <malloc.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -16,6 +20,8 @@
 #include "paths.h"
 #include "strtab.h"
 #include "mask_control.h"
+#include "bump.h"
+#include "tls.h"
 
 static uint64_t mono(void) {
   struct timespec ts;
@@ -162,8 +168,57 @@ static void test_plugin(void) {
   collprof_snapshot_free(&s);
 }
 
+/* glibc's malloc arenas (malloc_info's heaps): a thread's first malloc
+ * makes one of its own */
+static int arenas(void) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  if (!f) return -1;
+  malloc_info(0, f);
+  fclose(f);
+  int k = 0;
+  for (char *p = buf; (p = strstr(p, "<heap nr=")) != NULL; p++) k++;
+  free(buf);
+  return k;
+}
+static uint32_t new_ids[40], new_root;
+static void *new_paths(void *a) {
+  (void)a;
+  char name[32];
+  const uint32_t g = new_root;
+  for (int i = 0; i < 40; i++) {
+    snprintf(name, sizeof name, "NewFunc%d", i);
+    new_ids[i] = cp_path_child(g, ncclProfileCollApi, cp_str_intern(name));
+  }
+  return NULL;
+}
+/* A thread of NCCL's making new paths and strings (its first events)
+ * makes no malloc arena (bump.h): their texts come from chunks made ahead. */
+static void test_no_arena(void) {
+  cp_thr_prepare(64);   /* its block made ahead too, as at a communicator's init */
+  cp_bump_prepare();
+  /* the tables made by a first path and string on this thread (at a
+   * communicator's init and the application's first GroupApi, in a job) */
+  new_root = cp_path_child(CP_PATH_NONE, ncclProfileKernelLaunch, cp_str_intern("First"));
+  const int before = arenas();
+  pthread_t th;
+  pthread_create(&th, NULL, new_paths, NULL);
+  pthread_join(th, NULL);
+  const int after = arenas();
+  int fine = 1;
+  for (int i = 0; i < 40; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "KernelLaunch/CollApi:NewFunc%d", i);
+    fine &= new_ids[i] != CP_PATH_NONE && strcmp(cp_path_str(new_ids[i]), want) == 0;
+  }
+  ok(fine, "40 new paths and strings made on a new thread: texts right");
+  ok(before > 0 && after == before, "...and no malloc arena made for that thread (%d before, %d after)", before, after);
+}
+
 int main(void) {
   h1_env("4");
+  test_no_arena();   /* first: an exited thread's arena would be handed on */
   test_table();
   test_plugin();
   return done_testing();
