@@ -4,9 +4,7 @@
  * string), never per event.
  */
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 #pragma GCC visibility push(hidden)
 #include "bump.h"
 #include "oneoff.h"
@@ -16,7 +14,6 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char *cur;          /* the chunk handed out from */
 static size_t used;        /* bytes of it handed out */
-static _Atomic uint64_t made;
 
 /* A new zeroed chunk (mu held): a one-off set-up (oneoff.h). */
 static int chunk_new(void) {
@@ -26,7 +23,6 @@ static int chunk_new(void) {
   if (!c) return -1;
   cur = c;   /* the old one's rest is left: chunks are never freed */
   used = 0;
-  atomic_fetch_add_explicit(&made, CHUNK, memory_order_relaxed);
   return 0;
 }
 
@@ -49,5 +45,3 @@ void cp_bump_prepare(void) {
   if (!cur || used > CHUNK / 2) (void)chunk_new();
   pthread_mutex_unlock(&mu);
 }
-
-uint64_t cp_bump_memory(void) { return atomic_load_explicit(&made, memory_order_relaxed); }

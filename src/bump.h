@@ -24,8 +24,5 @@
 void *cp_bump_alloc(size_t n);
 /* A chunk with at least half of it free, made now if there is none. */
 void cp_bump_prepare(void);
-/* Bytes of chunks made (the rank record's memory figures count the
- * tables' use, not this). */
-uint64_t cp_bump_memory(void);
 
 #endif
