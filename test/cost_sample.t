@@ -78,11 +78,14 @@ tap_from_checker "$T/chk"
 
 # the MPI tree: 2 ranks, every callback timed
 MPILIB=$LIB/libcollprof-mpi.so
-if mpi_preload_ok "$MPILIB"; then
-  rm -rf "$T/mpi"
-  COLLPROF_OUTPUT_DIR=$T/mpi COLLPROF_QUIET=1 COLLPROF_COST_SAMPLE_MS=1 COLLPROF_COST_WINDOW_US=1000 timeout 120 \
+mpi_replay() { # OUT PROGRAM: 2 ranks of ar_nvlink, every callback timed where not turned off
+  rm -rf "$1"
+  COLLPROF_OUTPUT_DIR=$1 COLLPROF_QUIET=1 COLLPROF_COST_SAMPLE_MS=1 COLLPROF_COST_WINDOW_US=1000 timeout 120 \
     "${MPIRUN[@]}" -np 2 -x COLLPROF_OUTPUT_DIR -x COLLPROF_QUIET -x COLLPROF_COST_SAMPLE_MS -x COLLPROF_COST_WINDOW_US \
-    -x LD_PRELOAD="$MPILIB" "$REPLAY" "$FIX"/ar_nvlink/p*.jsonl >"$T/mpi.out" 2>&1
+    -x LD_PRELOAD="$MPILIB" "$2" "$FIX"/ar_nvlink/p*.jsonl >"$1.out" 2>&1
+}
+if mpi_preload_ok "$MPILIB"; then
+  mpi_replay "$T/mpi" "$REPLAY"
   is "$?" 0 "mpirun, 2 ranks, every callback timed: exits 0"
   "${CHK[@]}" summary "$T/mpi" >"$T/chk" 2>&1
   tap_from_checker "$T/chk"
@@ -91,10 +94,7 @@ if mpi_preload_ok "$MPILIB"; then
   printf '#!/bin/sh\n[ "$OMPI_COMM_WORLD_RANK" = 1 ] && export COLLPROF_COST_SAMPLE_MS=0\nexec "%s" "$@"\n' \
     "$REPLAY" >"$T/rank1_off.sh"
   chmod +x "$T/rank1_off.sh"
-  rm -rf "$T/mix"
-  COLLPROF_OUTPUT_DIR=$T/mix COLLPROF_QUIET=1 COLLPROF_COST_SAMPLE_MS=1 COLLPROF_COST_WINDOW_US=1000 timeout 120 \
-    "${MPIRUN[@]}" -np 2 -x COLLPROF_OUTPUT_DIR -x COLLPROF_QUIET -x COLLPROF_COST_SAMPLE_MS -x COLLPROF_COST_WINDOW_US \
-    -x LD_PRELOAD="$MPILIB" "$T/rank1_off.sh" "$FIX"/ar_nvlink/p*.jsonl >"$T/mix.out" 2>&1
+  mpi_replay "$T/mix" "$T/rank1_off.sh"
   is "$?" 0 "mpirun, 2 ranks, rank 1's windows off: exits 0"
   "${CHK[@]}" borrowed "$T/mix" >"$T/chk" 2>&1
   tap_from_checker "$T/chk"
