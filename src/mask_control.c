@@ -409,7 +409,11 @@ static int profiling_on(void) { return atomic_load(&g_in_window) && !atomic_load
  * close_window change nothing at all). */
 static uint32_t effective(void) {
   if (g_off) return 0;                /* user asked for nothing */
-  if (!profiling_on()) return g_watch;
+  /* the callbacks' off flag too: it follows profiling_on() a moment late
+   * (window_edge, after g_in_window or g_paused changed), and a publish
+   * from another thread in between must not turn the mask on while the
+   * callbacks still drop every call as off */
+  if (!profiling_on() || atomic_load_explicit(&cp_hot.off, memory_order_relaxed)) return g_watch;
   if (atomic_load(&g_frozen)) return g_base;   /* frozen with KernelCh off */
   int kc = atomic_load_explicit(&g_next_kc, memory_order_relaxed) &&
            !atomic_load_explicit(&g_kc_wait, memory_order_relaxed) &&
