@@ -65,7 +65,8 @@ void cp_thr_prepare(unsigned threads) {
   pthread_mutex_lock(&thr_mu);
   unsigned spare = 0, all = 0;
   for (cp_thr *t = thr_free; t; t = t->next_free) spare++;
-  for (cp_thr *t = atomic_load_explicit(&thr_head, memory_order_relaxed); t; t = t->next) all += t != &cp_thr_emergency;
+  for (cp_thr *t = atomic_load_explicit(&thr_head, memory_order_relaxed); t; t = t->next)
+    all += t != &cp_thr_emergency;
   const unsigned used = all - spare;   /* blocks of live threads (an exited one's is free again) */
   for (; spare < SPARE_MAX && spare + used < threads; spare++) {
     cp_thr *t = block_new();

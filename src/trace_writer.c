@@ -434,10 +434,13 @@ static void after_fork_child(void) {
   atomic_store(&g_thr_running, 0);
 }
 
+/* A ring's slots in bytes: mask + 1 units, rounded up to the 64 that
+ * aligned_alloc wants sizes to be multiples of. */
+static size_t ring_slots_bytes(void) { return (g_cap * 4 * sizeof(cp_unit) + 63) & ~(size_t)63; }
+
 /* A new ring in `state`, linked into the list (NULL: out of memory). */
 static cp_ring *ring_new(int state) {
-  /* aligned_alloc wants sizes that are multiples of the alignment. */
-  size_t slots_bytes = (g_cap * 4 * sizeof(cp_unit) + 63) & ~(size_t)63;   /* mask + 1 units */
+  const size_t slots_bytes = ring_slots_bytes();
   cp_ring *rg = aligned_alloc(64, (sizeof *rg + 63) & ~(size_t)63);
   cp_unit *slots = aligned_alloc(64, slots_bytes);
   if (!rg || !slots) {
@@ -485,8 +488,7 @@ got:
 #define SPARE_BYTES (32u << 20)
 void cp_trace_prepare(unsigned threads) {
   if (!atomic_load(&g_started) || !atomic_load(&cp_trace_accept) || atomic_load(&g_child)) return;
-  const uint64_t ring_bytes = g_cap * 4 * sizeof(cp_unit);
-  uint64_t most = SPARE_BYTES / (ring_bytes ? ring_bytes : 1);
+  uint64_t most = SPARE_BYTES / ring_slots_bytes();   /* never 0: g_cap >= 1 */
   most = most < 2 ? 2 : most > SPARE_MAX ? SPARE_MAX : most;
   const uint64_t o = cp_oneoff_begin();   /* oneoff.h: collprof's set-up, if on NCCL's time */
   pthread_mutex_lock(&g_start_mu);   /* one init at a time counts and adds */
