@@ -199,7 +199,8 @@ static void cp_paths_table(FILE *f, const cp_summary *s, const size_t *top, size
         "<tbody>\n", f);
   for (size_t t = 0; t < ntop; t++) {
     const cp_gpath *g = &s->paths[top[t]];
-    const cp_pstat *st = &g->s;
+    cp_pstat whole;
+    const cp_pstat *st = cp_gpath_pstat(g, &whole);
     cp_gderived d; cp_gpath_derive(s, g, &d);
     char v[64], sh[96], b2[64];
     fprintf(f, "<tr data-path=\"%" PRId64 "\"><td class=\"n\" data-key=\"id\" data-value=\"%" PRId64

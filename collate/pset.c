@@ -438,6 +438,13 @@ int cp_pset_from_rank(const cp_rank_data *r, int hash_bits, cp_pbuf *out, uint32
 
 /* ---- the summary's storage: its paths array and its strings ---- */
 
+/* Rank 0 holds one cp_gpath per global path, and at 64 ranks x 2000 paths
+ * (mpi_wrap/bench/collbench.c, 65,000 global paths) the collation may grow
+ * a rank by at most 16 MiB: the paths array (10 MB at this size), their
+ * strings (5 MB) and what is left of the inputs.  GPU numbers held in
+ * every path took it to 20.3 MiB, so this size is kept. */
+_Static_assert(sizeof(cp_gpath) <= 160, "cp_gpath grew: rank 0 holds one per global path");
+
 typedef struct chunk { struct chunk *next; size_t cap, len; char data[]; } chunk;
 typedef struct cp_sumstore {
   chunk *chunks;
@@ -453,18 +460,43 @@ void cp_sumstore_free(void *owner) {
   free(st);
 }
 
-/* a NUL-terminated copy of s[0..n) */
-static const char *store_put(cp_sumstore *st, const void *s, size_t n) {
+/* n bytes at a multiple of align (a power of two, at most 8: data[] is
+ * 8-aligned in an mmap'd chunk) */
+static void *store_alloc(cp_sumstore *st, size_t n, size_t align) {
   chunk *c = st->chunks;
-  if (!c || c->cap - c->len < n + 1) {
-    size_t cap = n + 1 > ((size_t)1 << 20) - sizeof *c ? n + 1 : ((size_t)1 << 20) - sizeof *c;
+  size_t at = c ? (c->len + align - 1) & ~(align - 1) : 0;
+  if (!c || at > c->cap || c->cap - at < n) {
+    size_t cap = n > ((size_t)1 << 20) - sizeof *c ? n : ((size_t)1 << 20) - sizeof *c;
     void *m = mmap(NULL, sizeof *c + cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return NULL;
     c = m; c->cap = cap; c->len = 0; c->next = st->chunks; st->chunks = c;
+    at = 0;
   }
-  char *q = c->data + c->len;
+  c->len = at + n;
+  return c->data + at;
+}
+
+/* a NUL-terminated copy of s[0..n) */
+static const char *store_put(cp_sumstore *st, const void *s, size_t n) {
+  char *q = store_alloc(st, n + 1, 1);
+  if (!q) return NULL;
   memcpy(q, s, n); q[n] = 0;
-  c->len += n + 1;
+  return q;
+}
+
+/* A path's GPU numbers, held only where there are some (most paths have
+ * none: cp_gstat).  gpu_launch_calls alone does not count: it is what a
+ * launch mean stands for, read only with launch samples, and merge.c sets
+ * it to every call of a path in a rank file from before it.  *failed set
+ * when out of memory. */
+static const cp_pgpu *store_gpu(cp_sumstore *st, const cp_pgpu *g, int *failed) {
+  cp_pgpu some = *g;
+  static const cp_pgpu none;
+  if (!some.gpu_launch_samples) some.gpu_launch_calls = 0;
+  if (!memcmp(&some, &none, sizeof none)) return NULL;
+  cp_pgpu *q = store_alloc(st, sizeof *q, _Alignof(cp_pgpu));
+  if (!q) { *failed = 1; return NULL; }
+  *q = *g;
   return q;
 }
 
@@ -709,7 +741,10 @@ int cp_pset_merge(cp_pbuf *in, size_t k, uint32_t *const *maps, cp_pbuf *out, si
       d->leaf_func = store_func(st, best->func, best->flen);
       if (!d->path || !d->leaf_func) { rc = -1; d->path = d->path ? d->path : ""; d->leaf_func = d->leaf_func ? d->leaf_func : ""; }
       d->leaf_type = best->lt;
-      d->s = s;
+      d->s.core = s.core;
+      int nomem = 0;
+      d->s.gpu = store_gpu(st, &s.gpu, &nomem);
+      if (nomem) rc = -1;
     }
     /* move every input of the group on */
     for (size_t g = 0; g < ng; g++) {

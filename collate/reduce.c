@@ -30,7 +30,8 @@ void cp_summary_config(cp_summary *out, const cp_rank_data *cfg, int world_size,
 static int starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
 static void bandwidth(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
-  const cp_pstat *st = &p->s;
+  cp_pstat whole;
+  const cp_pstat *st = cp_gpath_pstat(p, &whole);
   d->bw_valid = 0; d->algbw_gbs = d->busbw_gbs = 0;
   if (!s) return;
   if (!st->calls || !st->bytes) return;
@@ -108,7 +109,8 @@ static void gpu_estimate(const cp_pstat *st, cp_gderived *d) {
 }
 
 void cp_gpath_derive(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
-  const cp_pstat *st = &p->s;
+  cp_pstat whole;
+  const cp_pstat *st = cp_gpath_pstat(p, &whole);
   memset(d, 0, sizeof *d);
   d->avg_ns = st->nranks ? (double)st->total_ns / st->nranks : 0;
   double dmax = (double)st->tmax_ns - d->avg_ns, dmin = d->avg_ns - (double)st->tmin_ns;

@@ -114,25 +114,43 @@ void cp_run_free(cp_run *run);
 
 /* ---- layer 2: collated ---- */
 
-/* Numbers of one path combined over ranks.  Integers only (see top). */
-typedef struct cp_pstat {
-  uint64_t calls, total_ns, self_ns, bytes, states, gpu_ns, gpu_samples,
-           gpu_first_ns, gpu_first_samples,
-           gpu_est_ns, gpu_est_calls,    /* ranks' size-class estimates (merge.c) */
-           gpu_outliers,
-           gpu_borrowed_calls,           /* of gpu_est_calls, given other classes' mean */
-           gpu_launch_ns, gpu_launch_samples,   /* timed kernel launches (collprof.h) */
-           gpu_launch_calls,             /* the calls their mean stands for (merge.c) */
-           unterminated,                 /* sums over ranks */
-           untimed_calls,                /* calls without a time: total_ns, self_ns
-                                            are estimates (collprof.h) */
-           unseen_calls;                 /* of calls, estimated (lean calls, collprof.h) */
-  uint64_t ev_min_ns, ev_max_ns;         /* per event, over ranks with calls
-                                            (UINT64_MAX / 0 when no calls) */
-  uint32_t nranks;                       /* ranks that have the path */
-  uint64_t tmin_ns, tmax_ns;             /* per-rank total_ns: min and max */
+/* Numbers of one path combined over ranks.  Integers only (see top).
+ * Two parts, each declared once (a macro) and reachable both by field name
+ * (s.calls, s.gpu_ns) and as a block (s.core, s.gpu): what every path has,
+ * and the GPU numbers, which only Coll/P2p and KernelCh paths have.  The
+ * summary keeps the second part apart (cp_gstat), since rank 0 holds a
+ * cp_gpath per global path. */
+#define CP_PCORE_MEMBERS \
+  uint64_t calls, total_ns, self_ns, bytes, states, \
+           unterminated,                 /* sums over ranks */ \
+           untimed_calls,                /* calls without a time: total_ns, self_ns \
+                                            are estimates (collprof.h) */ \
+           unseen_calls;                 /* of calls, estimated (lean calls, collprof.h) */ \
+  uint64_t ev_min_ns, ev_max_ns;         /* per event, over ranks with calls \
+                                            (UINT64_MAX / 0 when no calls) */ \
+  uint64_t tmin_ns, tmax_ns;             /* per-rank total_ns: min and max */ \
+  uint32_t nranks;                       /* ranks that have the path */ \
   int32_t tmin_rank, tmax_rank;          /* world rank holding it (lowest on ties) */
+#define CP_PGPU_MEMBERS \
+  uint64_t gpu_ns, gpu_samples,          /* sampled GPU time, samples (collprof.h) */ \
+           gpu_first_ns, gpu_first_samples,   /* of which first-call samples */ \
+           gpu_est_ns, gpu_est_calls,    /* ranks' size-class estimates (merge.c) */ \
+           gpu_outliers, \
+           gpu_borrowed_calls,           /* of gpu_est_calls, given other classes' mean */ \
+           gpu_launch_ns, gpu_launch_samples,   /* timed kernel launches (collprof.h) */ \
+           gpu_launch_calls;             /* the calls their mean stands for (merge.c) */
+typedef struct cp_pcore { CP_PCORE_MEMBERS } cp_pcore;
+typedef struct cp_pgpu { CP_PGPU_MEMBERS } cp_pgpu;
+typedef struct cp_pstat {
+  union { cp_pcore core; struct { CP_PCORE_MEMBERS }; };
+  union { cp_pgpu gpu; struct { CP_PGPU_MEMBERS }; };
 } cp_pstat;
+/* A global path's numbers in the summary: the GPU part by pointer, NULL
+ * when all zero (cp_gpath_gpu, cp_gpath_pstat below). */
+typedef struct cp_gstat {
+  union { cp_pcore core; struct { CP_PCORE_MEMBERS }; };
+  const cp_pgpu *gpu;
+} cp_gstat;
 
 /* Counters of the whole run (sums over ranks unless said). */
 typedef struct cp_agg {
@@ -201,7 +219,8 @@ typedef struct cp_comm_sum {
 } cp_comm_sum;
 
 /* One global path.  Kept small (rank 0 holds one per global path): what is
- * derived from the numbers is computed when printed, cp_gpath_derive. */
+ * derived from the numbers is computed when printed, cp_gpath_derive, and
+ * GPU numbers are held only for paths that have them. */
 typedef struct cp_gpath {
   int64_t id;                            /* global id = index in cp_summary.paths */
   uint64_t hash;                         /* possibly truncated (hash_bits) */
@@ -209,8 +228,20 @@ typedef struct cp_gpath {
   const char *leaf_func;
   uint32_t leaf_type;
   int32_t collides;                      /* shares its hash with another path */
-  cp_pstat s;
+  cp_gstat s;
 } cp_gpath;
+
+/* A global path's GPU numbers (zeros when it has none). */
+static inline const cp_pgpu *cp_gpath_gpu(const cp_gpath *p) {
+  static const cp_pgpu none;
+  return p->s.gpu ? p->s.gpu : &none;
+}
+/* A global path's numbers whole, built in *buf; returns buf. */
+static inline const cp_pstat *cp_gpath_pstat(const cp_gpath *p, cp_pstat *buf) {
+  buf->core = p->s.core;
+  buf->gpu = *cp_gpath_gpu(p);
+  return buf;
+}
 
 /* Derived from a cp_gpath's numbers (cp_gpath_derive, collate/reduce.h). */
 typedef struct cp_gderived {

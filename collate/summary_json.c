@@ -117,7 +117,8 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
   fprintf(f, "],\n\"paths\":[");
   for (size_t i = 0; i < s->npaths; i++) {
     const cp_gpath *p = &s->paths[i];
-    const cp_pstat *st = &p->s;
+    cp_pstat whole;
+    const cp_pstat *st = cp_gpath_pstat(p, &whole);
     cp_gderived d; cp_gpath_derive(s, p, &d);
     fprintf(f, "%s\n {\"id\":%" PRId64 ",\"path\":", i ? "," : "", p->id);
     cp_json_str(f, p->path);

@@ -92,7 +92,8 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
   size_t n = 0;
   for (size_t i = 0; rows && i < s->npaths; i++) {
     const cp_gpath *p = &s->paths[i];
-    if ((p->leaf_type != 2 && p->leaf_type != 4) || !(p->s.gpu_samples || p->s.gpu_launch_samples)) continue;
+    const cp_pgpu *g = cp_gpath_gpu(p);
+    if ((p->leaf_type != 2 && p->leaf_type != 4) || !(g->gpu_samples || g->gpu_launch_samples)) continue;
     cp_gderived d; cp_gpath_derive(s, p, &d);
     rows[n].i = i; rows[n].est = d.gpu_est_ns > d.launch_est_ns ? d.gpu_est_ns : d.launch_est_ns; n++;
   }
@@ -110,14 +111,15 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
     rule(f, lw - 1);
     for (size_t k = 0; k < n; k++) {
       const cp_gpath *p = &s->paths[rows[k].i];
+      const cp_pgpu *g = cp_gpath_gpu(p);
       cp_gderived d; cp_gpath_derive(s, p, &d);
       char kc[2][24], la[24], bo[24];
-      if (p->s.gpu_samples && !d.gpu_exact && !d.gpu_first_only)
+      if (g->gpu_samples && !d.gpu_exact && !d.gpu_first_only)
         snprintf(bo, sizeof bo, "%12" PRIu64, d.gpu_borrowed_calls);
       else
         snprintf(bo, sizeof bo, "%12s", "-");
       borrowed |= d.gpu_borrowed_calls > 0;
-      if (p->s.gpu_samples) {
+      if (g->gpu_samples) {
         /* ">": the sampled calls alone, "f": the first-call samples' mean */
         snprintf(kc[0], sizeof kc[0], "%s%12.6f", d.gpu_first_only ? ">" : d.gpu_exact ? " " : "~",
                  d.gpu_est_ns / 1e9);
@@ -127,11 +129,11 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
         snprintf(kc[0], sizeof kc[0], "%13s", "-");
         snprintf(kc[1], sizeof kc[1], "%13s", "-");
       }
-      if (p->s.gpu_launch_samples) snprintf(la, sizeof la, "%13.3f", d.launch_call_ns / 1e3);
+      if (g->gpu_launch_samples) snprintf(la, sizeof la, "%13.3f", d.launch_call_ns / 1e3);
       else snprintf(la, sizeof la, "%13s", "-");
       fprintf(f, "%12" PRIu64 " | %9" PRIu64 " | %7" PRIu64 " | %8" PRIu64 " | %s | %s | %s | %9" PRIu64 " | %s | %-*s | %" PRId64 "\n",
-              p->s.calls, p->s.gpu_samples, p->s.gpu_first_samples, p->s.gpu_outliers, bo, kc[0], kc[1],
-              p->s.gpu_launch_samples, la, pw, p->path, p->id);
+              p->s.calls, g->gpu_samples, g->gpu_first_samples, g->gpu_outliers, bo, kc[0], kc[1],
+              g->gpu_launch_samples, la, pw, p->path, p->id);
     }
     if (borrowed)
       fputs("Borrowed: calls of a message size (log2 class) without a periodic sample of its own, given the\n"

@@ -106,16 +106,19 @@ int main(void) {
     memset(&bs, 0, sizeof bs);
     bs.agg.bw_nranks = 4;
     cp_gpath bp;
+    cp_pgpu bg;
     memset(&bp, 0, sizeof bp);
+    memset(&bg, 0, sizeof bg);
+    bp.s.gpu = &bg;
     bp.path = "GroupApi/CollApi:AllReduce/Coll:AllReduce"; bp.leaf_func = "AllReduce"; bp.leaf_type = 2;
     bp.s.calls = 10; bp.s.bytes = 10u << 20; bp.s.total_ns = 10 * 2000; bp.s.nranks = 1;
-    bp.s.gpu_samples = 10; bp.s.gpu_ns = 10 * 100000;   /* every call sampled, 100 us each */
+    bg.gpu_samples = 10; bg.gpu_ns = 10 * 100000;   /* every call sampled, 100 us each */
     cp_gderived d;
     cp_gpath_derive(&bs, &bp, &d);
     const double want = (double)(1u << 20) / 100000.0 * 2.0 * 3 / 4;
     ok(d.bw_valid && fabs(d.busbw_gbs - want) < 1e-9 * want,
        "bus bandwidth: AllReduce on 4 ranks, 1 MiB in 100 us of KernelCh time: 15.73 GB/s");
-    bp.s.gpu_samples = bp.s.gpu_ns = 0;
+    bg.gpu_samples = bg.gpu_ns = 0;
     cp_gpath_derive(&bs, &bp, &d);
     ok(!d.bw_valid, "bus bandwidth: none without KernelCh samples (not from the 2 us host time)");
   }
@@ -164,7 +167,8 @@ int main(void) {
       cp_collate_run(&gr, 64, &gsum);
       cp_gderived d;
       cp_gpath_derive(&gsum, &gsum.paths[0], &d);
-      const cp_pstat *st = &gsum.paths[0].s;
+      cp_pstat whole;
+      const cp_pstat *st = cp_gpath_pstat(&gsum.paths[0], &whole);
       char name[160];
       snprintf(name, sizeof name, "GPU case %d: first-call numbers summed over ranks", cs);
       ok(st->gpu_first_samples == SF && st->gpu_first_ns == F && st->gpu_samples == S && st->gpu_ns == G, name);
