@@ -111,8 +111,9 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
     const cp_comm_sum *c = &s->comms[i];
     fprintf(f, "%s\n {\"commId\":\"%" PRIu64 "\",\"commName\":", i ? "," : "", c->comm_id);
     cp_json_str(f, c->name);
-    fprintf(f, ",\"nranks\":%d,\"nNodes\":%d,\"reported\":%" PRIu64 ",\"events\":%" PRIu64 "}",
-            c->nranks, c->nnodes, c->members, c->events);
+    fprintf(f, ",\"nranks\":%d,\"nNodes\":%d,\"reported\":%" PRIu64 ",\"events\":%" PRIu64 "%s}",
+            c->nranks, c->nnodes, c->members, c->events,
+            c->nranks == 1 ? ",\"unprofiled\":\"one rank: NCCL sends no profiler event for its calls\"" : "");
   }
   fprintf(f, "],\n\"paths\":[");
   for (size_t i = 0; i < s->npaths; i++) {

@@ -342,11 +342,15 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   int lw = fprintf(f, "%20s | %-24s | %6s | %6s | %8s | %12s\n", "commId", "Name", "nranks",
                    "nNodes", "Reported", "Events");
   rule(f, lw - 1);
+  int one_rank = 0;
   for (size_t i = 0; i < s->ncomms; i++) {
     const cp_comm_sum *c = &s->comms[i];
-    fprintf(f, "%20" PRIu64 " | %-24s | %6d | %6d | %8" PRIu64 " | %12" PRIu64 "\n", c->comm_id,
-            *c->name ? c->name : "-", c->nranks, c->nnodes, c->members, c->events);
+    fprintf(f, "%20" PRIu64 " | %-24s | %6d | %6d | %8" PRIu64 " | %12" PRIu64 "%s\n", c->comm_id,
+            *c->name ? c->name : "-", c->nranks, c->nnodes, c->members, c->events, c->nranks == 1 ? " *" : "");
+    one_rank |= c->nranks == 1;
   }
+  if (one_rank)   /* src/plugin.c, init_common */
+    fprintf(f, "  * one rank: NCCL sends no profiler event for its calls (a local copy); they are not profiled\n");
   fputc('\n', f);
 
   profile(f, s);

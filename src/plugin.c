@@ -2133,6 +2133,17 @@ static ncclResult_t init_common(void **context, uint64_t comm_id, int *mask, con
   cp_bump_prepare();   /* new paths' texts (bump.h) */
   *context = (void *)(uintptr_t)c->ctx_value;
   lifecycle(c, c->ctx_value, m, 0);
+  /* NCCL 2.28 runs a one-rank communicator's collectives as a local copy
+   * before any profiler event (enqueue.cc, taskAppend: ncclLaunchOneRank),
+   * and its send/recv to itself likewise: on one H200 the test app's calls
+   * on one rank gave no event at all (test/gpu/run.sh 1).  An empty
+   * profile says nothing by itself, so say it once (summary.log marks the
+   * communicator too). */
+  static atomic_int one_rank_said;
+  if (nranks == 1 && !atomic_exchange_explicit(&one_rank_said, 1, memory_order_relaxed))
+    cp_warn("communicator \"%s\" has one rank: NCCL sends no profiler event for its calls (it runs them as "
+            "a local copy), so they are not in the profile; said once per process",
+            c->comm_name);
   if (__atomic_load_n(&cp_hot.capture_on, __ATOMIC_RELAXED))
     cp_capture_comm_init(c->ctx_value, comm_id, c->comm_name, nnodes, nranks, rank, mask_in, (int)m);
   if (logfn)

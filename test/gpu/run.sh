@@ -3,7 +3,8 @@
 # library preloaded), checked against the app's own counts.  For a GPU host
 # (test/gpu.t runs it; see ../shared/gpu/README.md: `. .gpu-kit/env.sh`).
 #
-#   test/gpu/run.sh [NP ...]       default: 2 and 4 (those the GPUs allow)
+#   test/gpu/run.sh [NP ...]       default: 2 and 4 (those the GPUs allow);
+#                                  1: the one-rank check alone (one_rank_check)
 #
 # For each NP: the app with every phase (sweep of all ops, split
 # communicator, CUDA graph) on NP ranks, one GPU each, then check_run.py
@@ -64,11 +65,42 @@ run() {
   local rc=$?
   grep -E '^collprof|avg bus' "$d/app.log" | sed 's/^/   /' | tail -n 20
   if [ $rc -ne 0 ]; then echo "not ok - $name: app exited $rc"; fail=$((fail + 1)); return; fi
+  if [ "$np" -eq 1 ]; then one_rank_check "$d" || fail=$((fail + 1)); return; fi
   LAUNCH_ALL=${LAUNCH_ALL:-0} python3 "$TOP/test/gpu/check_run.py" "$d/app" "$d/prof" || fail=$((fail + 1))
+}
+
+# One rank: NCCL 2.28 runs a one-rank communicator's calls as a local copy
+# and sends the profiler no event (src/plugin.c, init_common), so collprof
+# has nothing to count; what it must do is say so: its stderr line, the
+# communicators marked unprofiled in summary.json, and no path.
+one_rank_check() {
+  python3 - "$1" <<'PY'
+import glob, json, sys
+d = sys.argv[1]
+calls = sum(f["api"] for path in glob.glob(d + "/app/counts.*.json") for t in json.load(open(path))["threads"]
+            for c in t["comms"] for f in c["funcs"].values())
+s = json.load(open(d + "/prof/summary.json"))
+log = open(d + "/app.log").read()
+checks = [
+    ("the app made calls (%d)" % calls, calls > 0),
+    ("collprof's stderr line names the one-rank communicator", "has one rank: NCCL sends no profiler event" in log),
+    ("summary.json: every communicator of one rank, marked unprofiled (%s)" % [c["commName"] for c in s["comms"]],
+     s["comms"] and all(c["nranks"] == 1 and "unprofiled" in c for c in s["comms"])),
+    ("summary.json: no path, no event (%d paths, %d events)" % (len(s["paths"]), s["events_recorded"]),
+     not s["paths"] and s["events_recorded"] == 0),
+]
+for name, good in checks:
+    print("%s - %s" % ("ok" if good else "not ok", name))
+sys.exit(0 if all(g for _, g in checks) else 1)
+PY
 }
 
 for np in "${nps[@]}"; do
   if [ "$np" -gt "$ngpu" ]; then echo "# skip $np ranks: $ngpu GPU(s)"; continue; fi
+  if [ "$np" -eq 1 ]; then   # one_rank_check above
+    run one1 1 --iters 5 --warmup 1 --max 1M
+    continue
+  fi
   # the defaults (host sampling auto named: test/tap.sh pins 1 for replays)
   COLLPROF_HOST_SAMPLE=auto run "np$np" "$np" --iters 20 --warmup 5
   # Host sampling (src/plugin.c): one API call in 16 timed and traced, the

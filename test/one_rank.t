@@ -1,0 +1,48 @@
+#!/bin/bash
+# one_rank.t — communicators of one rank.  NCCL 2.28 runs their calls as a
+# local copy before any profiler event (enqueue.cc, taskAppend:
+# ncclLaunchOneRank; send/recv to self likewise): on one H200 the test
+# app's calls on one rank gave collprof no event at all (test/gpu/run.sh 1).
+# So collprof must say why such a profile is empty.  A real capture (the
+# ar_nvlink 2-rank communicator) is replayed with two one-rank
+# communicators initialized beside it, as NCCL inits them, without events:
+# one stderr line for the process, the two marked in summary.log and
+# summary.json, the 2-rank communicator's profile as without them.
+. "$(dirname "$0")/tap.sh"
+need_replay_collate
+plan 7
+F=$FIX/ar_nvlink/p0.jsonl
+# the capture with the one-rank communicators' init (after the first init)
+# and finalize (before the last line, the 2-rank finalize)
+python3 - "$F" "$T/solo.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+first, last = json.loads(lines[0]), json.loads(lines[-1])
+extra_init, extra_fini = [], []
+for i, name in enumerate(("solo", "solo2")):
+    ctx = "0x7000%04x" % (i + 1)
+    extra_init.append(json.dumps({"cb": "init", "t": first["t"] + 1 + i, "pid": first["pid"], "tid": first["tid"],
+                                  "ctx": ctx, "commId": str(1000 + i), "commName": name, "nNodes": 1,
+                                  "nranks": 1, "rank": 0, "maskIn": 0, "mask": first["mask"]}))
+    extra_fini.append(json.dumps({"cb": "fini", "t": last["t"] - 2 + i, "tid": last["tid"], "ctx": ctx}))
+open(sys.argv[2], "w").write("\n".join(lines[:1] + extra_init + lines[1:-1] + extra_fini + lines[-1:]) + "\n")
+PY
+mkdir -p "$T/plain" "$T/solo"
+COLLPROF_OUTPUT_DIR="$T/plain" "$REPLAY" --no-mpi "$F" 2>"$T/plain.err"
+COLLPROF_OUTPUT_DIR="$T/solo" "$REPLAY" --no-mpi "$T/solo.jsonl" 2>"$T/solo.err"
+is "$(grep -c 'has one rank: NCCL sends no profiler event' "$T/solo.err")" "1" \
+  "one stderr line for the process's one-rank communicators"
+ok "it names the first of them" grep -q 'communicator "solo" has one rank' "$T/solo.err"
+is "$(grep -c 'has one rank' "$T/plain.err")" "0" "no such line without one"
+"$COLLATE" -q "$T/plain" && "$COLLATE" -q "$T/solo"
+is "$(grep -cE '^ +100[01] \| solo2? .* \*$' "$T/solo/summary.log")" "2" "summary.log marks both one-rank communicators"
+ok "summary.log says what the mark means" grep -q '^  \* one rank: NCCL sends no profiler event for its calls' "$T/solo/summary.log"
+ok "summary.log has neither without them" bash -c "! grep -q 'one rank: NCCL' '$T/plain/summary.log'"
+is "$(python3 - "$T/plain/summary.json" "$T/solo/summary.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+calls = lambda s: sorted((p["path"], p["calls"], p.get("bytes", 0)) for p in s["paths"])
+un = sorted(c["commName"] for c in b["comms"] if "unprofiled" in c)
+print("same" if calls(a) == calls(b) else "paths differ", un, [c["commName"] for c in a["comms"] if "unprofiled" in c])
+PY
+)" "same ['solo', 'solo2'] []" "summary.json: the paths as without them, both one-rank communicators marked unprofiled"
