@@ -291,6 +291,80 @@ int main(void) {
     cp_rank_data_free(&rd);
     unlink(f); rmdir(dir);
   }
+  /* Packed numbers round-trip (pset.c: a bitmap of the numbers that are
+   * not 0, then their varints; a record whose numbers sit 264 bytes or
+   * more before its set's end is read without a bound test per byte and
+   * checked against its end after): a rank of 64 paths whose numbers
+   * range over 0, one byte and up to 63 bits, packed and merged into a
+   * summary, gives each path the numbers it had; damage in the middle of
+   * the set is rejected without a crash. */
+  {
+    cp_rank_data big;
+    memset(&big, 0, sizeof big);
+    big.rank = 5; big.world_size = 8; big.command = strdup("app");
+    big.npaths = 64;
+    big.paths = calloc(big.npaths, sizeof *big.paths);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < big.npaths; i++) {
+      cp_path_rec *p = &big.paths[i];
+      char name[64];
+      snprintf(name, sizeof name, "GroupApi/CollApi:AllReduce/Coll:AllReduce/P%03zu", i);
+      p->id = -1; p->local = (uint32_t)i; p->path = strdup(name); p->leaf_func = strdup("AllReduce");
+      p->leaf_type = 2; p->hash = 1000 + i * 7919;
+      uint64_t *f[] = {&p->calls, &p->total_ns, &p->self_ns, &p->min_ns, &p->max_ns, &p->bytes, &p->states,
+                       &p->gpu_ns, &p->gpu_samples, &p->gpu_launch_ns, &p->gpu_launch_samples,
+                       &p->unterminated, &p->untimed_calls, &p->unseen_calls};
+      for (size_t k = 0; k < sizeof f / sizeof *f; k++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;   /* xorshift: 0, < 128, or up to 63 bits */
+        *f[k] = (x % 3 == 0) ? 0 : (x % 3 == 1) ? (x >> 8) % 128 : (x >> (1 + (x >> 58) % 60)) & INT64_MAX;
+      }
+      p->gpu_first_ns = p->gpu_ns / 3; p->gpu_first_samples = p->gpu_samples / 2;
+      p->has_est = (int)(i % 2);
+      p->gpu_est_calls = p->calls / 2; p->gpu_est_ns = p->gpu_ns / 2; p->gpu_outliers = p->gpu_samples / 4;
+      p->gpu_borrowed_calls = p->gpu_est_calls / 3;
+      p->has_launch_calls = (int)(i % 3 != 0); p->gpu_launch_calls = p->calls / 4;
+    }
+    cp_pbuf one[1];
+    uint32_t l2i[64], map[65], *mv[1] = {map};
+    ok(cp_pset_from_rank(&big, 64, &one[0], l2i) == 0 && one[0].len > 64 * 264 / 4, "64 paths packed");
+    cp_pbuf keep;
+    memset(&keep, 0, sizeof keep);
+    if (cp_pbuf_alloc(&keep, one[0].len) == 0) { memcpy(keep.p, one[0].p, one[0].len); keep.len = one[0].len; }
+    cp_summary bs;
+    memset(&bs, 0, sizeof bs);
+    uint64_t n = 0;
+    ok(cp_pset_merge(one, 1, mv, NULL, 0, &bs, NULL, &n) == 0 && n == 64 && bs.npaths == 64, "merged into a summary");
+    int same = bs.npaths == 64;
+    for (size_t i = 0; same && i < big.npaths; i++) {
+      cp_pstat want, got;
+      cp_pstat_from_rec(&want, &big.paths[i], big.rank);
+      if (!want.gpu_launch_samples) want.gpu_launch_calls = 0;   /* held only with launch samples (pset.c) */
+      const cp_gpath *g = &bs.paths[map[l2i[i]]];
+      cp_gpath_pstat(g, &got);
+      if (!cp_gpath_gpu(g)->gpu_launch_samples) got.gpu_launch_calls = 0;
+      same = !strcmp(g->path, big.paths[i].path) && !memcmp(&want.core, &got.core, sizeof want.core) &&
+             !memcmp(&want.gpu, &got.gpu, sizeof want.gpu);
+    }
+    ok(same, "every path's numbers, core and GPU, as packed (0, one byte, up to 63 bits)");
+    cp_summary_free(&bs);
+    cp_pbuf_free(&one[0]);
+    /* damage: a run of 0xff (varints that never end) in the middle */
+    if (keep.p) {
+      cp_pbuf dam[1];
+      memset(dam, 0, sizeof dam);
+      cp_pbuf_alloc(&dam[0], keep.len);
+      memcpy(dam[0].p, keep.p, keep.len);
+      dam[0].len = keep.len;
+      memset(dam[0].p + keep.len / 2, 0xff, 40);
+      cp_summary ds;
+      memset(&ds, 0, sizeof ds);
+      ok(cp_pset_merge(dam, 1, NULL, NULL, 0, &ds, NULL, &n) != 0 && n < 64, "damaged numbers rejected without crash");
+      cp_summary_free(&ds);
+      cp_pbuf_free(&dam[0]);
+    }
+    cp_pbuf_free(&keep);
+    cp_rank_data_free(&big);
+  }
   ok(cp_rank_log_wanted("0,3-5", 4) && !cp_rank_log_wanted("0,3-5", 2) && cp_rank_log_wanted("all", 9) &&
      !cp_rank_log_wanted("none", 0), "rank log lists");
   cp_summary_free(&s);
