@@ -86,10 +86,8 @@ static uint64_t getvar_long(rd *r) {
   r->err = 1;
   return 0;
 }
-/* Most of a path's numbers are below 128 (zeros: a path without GPU
- * numbers, unterminated events, ...): one byte, the case inlined.  Rank 0
- * decodes every input record's numbers, 26 varints each, and the loop
- * above took 44% of its collation at 64 x 2000 (callgrind). */
+/* Most varints of a set are below 128 (lengths, types, small counts): one
+ * byte, the case inlined. */
 static inline uint64_t getvar(rd *r) {
   if (__builtin_expect(r->p < r->end && *r->p < 0x80, 1)) return *r->p++;
   return getvar_long(r);
