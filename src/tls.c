@@ -48,10 +48,16 @@ void *cp_calloc_lines(size_t size) {
 }
 
 /* A new zeroed block on the list of all blocks (its numbers, all 0,
- * count in snapshots); thr_mu held.  NULL: out of memory. */
+ * count in snapshots), with its first profile chunk (paths 0-255, 32
+ * KiB), which its thread's first state or stop would make (profile.c):
+ * the thread that inits the first communicator gets its block there (the
+ * start-up cost measure, selfcost.c, is its first event), not from the
+ * spares, and on its first call zeroed the chunk in a state callback, 8
+ * page faults.  thr_mu held.  NULL: out of memory. */
 static cp_thr *block_new(void) {
   cp_thr *t = cp_calloc_lines(sizeof *t);
   if (t) {
+    (void)cp_prof_ent_slow(t, 0);
     atomic_fetch_add_explicit(&thr_mem, sizeof *t, memory_order_relaxed);
     t->next = atomic_load_explicit(&thr_head, memory_order_relaxed);
     atomic_store_explicit(&thr_head, t, memory_order_release);
@@ -71,9 +77,6 @@ void cp_thr_prepare(unsigned threads) {
   for (; spare < SPARE_MAX && spare + used < threads; spare++) {
     cp_thr *t = block_new();
     if (!t) break;
-    /* with its first profile chunk (paths 0-255, 32 KiB), which the
-     * thread's first state or stop would make (profile.c) */
-    (void)cp_prof_ent_slow(t, 0);
     t->next_free = thr_free;
     thr_free = t;
   }
