@@ -114,17 +114,17 @@ static inline uint32_t get32(rd *r) { uint32_t v = 0; const unsigned char *q = g
 _Static_assert(0 PSTAT_FIELDS(PSTAT_COUNT1, (cp_pstat *)0) == PSTAT_N, "PSTAT_N counts PSTAT_FIELDS");
 #define PSTAT_MAX (4 + PSTAT_N * 10)   /* the bitmap (26 bits), every field of 10 bytes */
 static size_t pstat_enc(unsigned char *b, const cp_pstat *s) {
-  uint64_t v[PSTAT_N];
-  size_t k = 0;
-#define VAL(x) v[k++] = (x);
-  PSTAT_FIELDS(VAL, s)
-#undef VAL
-  uint32_t present = 0;
-  for (int i = 0; i < PSTAT_N; i++) present |= (uint32_t)(v[i] != 0) << i;
-  size_t n = varenc(b, present);
-  for (int i = 0; i < PSTAT_N; i++)
-    if (v[i]) n += varenc(b + n, v[i]);
-  return n;
+  /* the fields after a 4-byte hole for the bitmap, which is then moved up
+   * to its own length (1-4 bytes) */
+  unsigned char *f = b + 4;
+  size_t n = 0;
+  uint32_t present = 0, bit = 1;
+#define ENC(x) { const uint64_t v_ = (x); if (v_) { present |= bit; n += varenc(f + n, v_); } bit <<= 1; }
+  PSTAT_FIELDS(ENC, s)
+#undef ENC
+  const size_t h = varenc(b, present);
+  memmove(b + h, f, n);
+  return h + n;
 }
 /* One varint where at least 10 bytes remain: no bound test (*bad set for
  * one longer than 10 bytes, as getvar would fail it). */
