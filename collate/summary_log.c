@@ -373,7 +373,11 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   cp_gpu_rule_text(s->gpu_sample, s->gpu_sample_small, s->gpu_sample_small_bytes, rule, sizeof rule);
   fprintf(f, "  GPU sampling:                 %s\n", rule);
   const char *da = s->gpu_sample_delay_auto ? "auto, " : "";
-  if (s->gpu_sample_delay_ms > 0 && s->gpu_sample >= 2)
+  if (s->gpu_sample_delay_auto && s->gpu_sample >= 2 && s->agg.events_recorded + s->agg.events_counted == 0)
+    /* the rule looks at the first NCCL call, and no event came (one-rank
+     * communicators, test/one_rank.t): it never ran */
+    fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: auto (not decided: no NCCL event came)\n");
+  else if (s->gpu_sample_delay_ms > 0 && s->gpu_sample >= 2)
     fprintf(f, "  COLLPROF_GPU_SAMPLE_DELAY_MS: %s%d (no sample before %d ms after the first NCCL call%s)\n", da,
             s->gpu_sample_delay_ms, s->gpu_sample_delay_ms,
             s->gpu_sample_delay_auto ? ": not one rank of each communicator, inited on one thread, then" : "");

@@ -7,10 +7,12 @@
 # ar_nvlink 2-rank communicator) is replayed with two one-rank
 # communicators initialized beside it, as NCCL inits them, without events:
 # one stderr line for the process, the two marked in summary.log and
-# summary.json, the 2-rank communicator's profile as without them.
+# summary.json, the 2-rank communicator's profile as without them; and
+# with the one-rank communicators alone, summary.log does not claim a
+# start-delay decision that needs a first NCCL event.
 . "$(dirname "$0")/tap.sh"
 need_replay_collate
-plan 7
+plan 8
 F=$FIX/ar_nvlink/p0.jsonl
 # the capture with the one-rank communicators' init (after the first init)
 # and finalize (before the last line, the 2-rank finalize)
@@ -37,6 +39,17 @@ is "$(grep -c 'has one rank' "$T/plain.err")" "0" "no such line without one"
 "$COLLATE" -q "$T/plain" && "$COLLATE" -q "$T/solo"
 is "$(grep -cE '^ +100[01] \| solo2? .* \*$' "$T/solo/summary.log")" "2" "summary.log marks both one-rank communicators"
 ok "summary.log says what the mark means" grep -q '^  \* one rank: NCCL sends no profiler event for its calls' "$T/solo/summary.log"
+# the start delay by its default rule (auto; tap.sh sets 0 for replays)
+d=$T/only; mkdir -p "$d"
+python3 - "$T/solo.jsonl" "$d/only.jsonl" <<'PY'
+import json, sys
+keep = [l for l in open(sys.argv[1]) if json.loads(l)["cb"] in ("init", "fini") and json.loads(l).get("nranks", 1) == 1
+        and json.loads(l)["ctx"].startswith("0x7000")]
+open(sys.argv[2], "w").writelines(keep)
+PY
+env -u COLLPROF_GPU_SAMPLE_DELAY_MS COLLPROF_OUTPUT_DIR="$d/prof" "$REPLAY" --no-mpi "$d/only.jsonl" 2>/dev/null && "$COLLATE" -q "$d/prof"
+ok "one-rank communicators alone: the start delay's rule is said not to have run" \
+  grep -q 'COLLPROF_GPU_SAMPLE_DELAY_MS: auto (not decided: no NCCL event came)' "$d/prof/summary.log"
 ok "summary.log has neither without them" bash -c "! grep -q 'one rank: NCCL' '$T/plain/summary.log'"
 is "$(python3 - "$T/plain/summary.json" "$T/solo/summary.json" <<'PY'
 import json, sys
