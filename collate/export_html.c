@@ -314,6 +314,23 @@ static void cp_run_summary(FILE *f, const cp_summary *s) {
   if (s->windows[0]) cp_row(f, "profiled windows [s]", s->windows, NULL, NULL);
   snprintf(v, sizeof v, "%zu", s->npaths);
   cp_row(f, "call paths", v, NULL, NULL);
+  /* communicators of one rank: NCCL sends no profiler event for their
+   * calls (src/plugin.c, init_common), as summary.log marks them */
+  char one[512];
+  size_t len = 0, n1 = 0;
+  one[0] = 0;
+  for (size_t i = 0; i < s->ncomms; i++) {
+    if (s->comms[i].nranks != 1) continue;
+    if (n1++ < 8 && len < sizeof one)
+      len += (size_t)snprintf(one + len, sizeof one - len, "%s%s", n1 > 1 ? ", " : "",
+                              *s->comms[i].name ? s->comms[i].name : "-");
+  }
+  if (n1 > 8 && len < sizeof one) snprintf(one + len, sizeof one - len, " and %zu more", n1 - 8);
+  if (n1) {
+    fputs("<div class=\"kv wide\"><span>not profiled</span><b>", f);
+    cp_h(f, one);
+    fputs(" (one rank: NCCL sends no profiler event for its calls)</b></div>\n", f);
+  }
   fputs("</div>\n", f);
 }
 

@@ -6,13 +6,13 @@
 # So collprof must say why such a profile is empty.  A real capture (the
 # ar_nvlink 2-rank communicator) is replayed with two one-rank
 # communicators initialized beside it, as NCCL inits them, without events:
-# one stderr line for the process, the two marked in summary.log and
-# summary.json, the 2-rank communicator's profile as without them; and
-# with the one-rank communicators alone, summary.log does not claim a
-# start-delay decision that needs a first NCCL event.
+# one stderr line for the process, the two marked in summary.log,
+# summary.json and the HTML report, the 2-rank communicator's profile as
+# without them; and with the one-rank communicators alone, summary.log
+# does not claim a start-delay decision that needs a first NCCL event.
 . "$(dirname "$0")/tap.sh"
 need_replay_collate
-plan 8
+plan 9
 F=$FIX/ar_nvlink/p0.jsonl
 # the capture with the one-rank communicators' init (after the first init)
 # and finalize (before the last line, the 2-rank finalize)
@@ -36,8 +36,10 @@ is "$(grep -c 'has one rank: NCCL sends no profiler event' "$T/solo.err")" "1" \
   "one stderr line for the process's one-rank communicators"
 ok "it names the first of them" grep -q 'communicator "solo" has one rank' "$T/solo.err"
 is "$(grep -c 'has one rank' "$T/plain.err")" "0" "no such line without one"
-"$COLLATE" -q "$T/plain" && "$COLLATE" -q "$T/solo"
+"$COLLATE" -q "$T/plain" && "$COLLATE" -q --html "$T/solo.html" "$T/solo"
 is "$(grep -cE '^ +100[01] \| solo2? .* \*$' "$T/solo/summary.log")" "2" "summary.log marks both one-rank communicators"
+ok "the HTML report names them as not profiled" \
+  grep -q 'not profiled</span><b>solo, solo2 (one rank: NCCL sends no profiler event' "$T/solo.html"
 ok "summary.log says what the mark means" grep -q '^  \* one rank: NCCL sends no profiler event for its calls' "$T/solo/summary.log"
 # the start delay by its default rule (auto; tap.sh sets 0 for replays)
 d=$T/only; mkdir -p "$d"
