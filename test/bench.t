@@ -15,6 +15,19 @@ for c in "collprof, trace on" "collprof, trace off" "host sample auto, trace off
       awk -v c="$c" -v t="$t" 'index($0, c) == 1 { n = split($0, f, " +"); for (i = 1; i <= n; i++) if (f[i] == t && f[i+1] + 0 > 0) found = 1 } END { exit !found }' "$T/out"
   done
 done
+# The goal lines judge the rows as printed: the verdict follows from the
+# number and the bound, and the trace-off line names the floor.
+ok "four goal lines, each verdict what its number and bound say" \
+  awk '/^goal: / { n++; v = $0; sub(/.*: /, "", v)
+         if (match($0, /: [0-9.]+ ns\/event \(<= [0-9]+: (met|MISSED)\)/)) {
+           split(substr($0, RSTART + 2, RLENGTH - 3), f, /[ :(<=]+/); val = f[1]; bound = f[3]; verdict = f[4]
+           if ((val <= bound) != (verdict == "met")) bad = 1
+         } else if (match($0, /: [0-9.]+x one \(>= 1\.8x: (met|MISSED)\)/)) {
+           split(substr($0, RSTART + 2, RLENGTH - 3), f, /[x (>=:]+/); val = f[1]; verdict = f[4]
+           if ((val >= 1.8) != (verdict == "met")) bad = 1
+         } else bad = 1 }
+       END { exit bad || n != 4 }' "$T/out"
+ok "the trace-off goal line gives the floor beside it" grep -Eq '^goal: trace off, T=1: .*; floor, trace off: [0-9.]+, which is (within|above) the goal$' "$T/out"
 ok "the machine's own 2-thread scaling (a spin loop) is reported" \
   grep -Eq '^this machine: 2 threads spinning on registers .* ran [0-9]+\.[0-9]+x the$' "$T/out"
 # The proxy rows: one application thread and its proxy thread per
