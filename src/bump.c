@@ -10,6 +10,8 @@
 #include "oneoff.h"
 
 #define CHUNK (64u << 10)
+#define PAGE 4096u
+#define STR_AVOID 128u   /* cp_bump_alloc_str (bump.h) */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char *cur;          /* the chunk handed out from */
@@ -33,6 +35,26 @@ void *cp_bump_alloc(size_t n) {
   pthread_mutex_lock(&mu);
   void *p = NULL;
   if ((cur && used + n <= CHUNK) || chunk_new() == 0) {
+    p = cur + used;
+    used += n;
+  }
+  pthread_mutex_unlock(&mu);
+  return p;
+}
+
+void *cp_bump_alloc_str(size_t n) {
+  n = (n + 7) & ~(size_t)7;
+  if (n == 0) n = 8;
+  if (n > CHUNK / 4) return calloc(1, n);
+  pthread_mutex_lock(&mu);
+  void *p = NULL;
+  if (cur) {   /* not in a page's last STR_AVOID bytes: to the next page when it would be */
+    const size_t off = (size_t)((uintptr_t)(cur + used) & (PAGE - 1));
+    if (off > PAGE - STR_AVOID) used += PAGE - off;
+  }
+  if ((cur && used + n <= CHUNK) || chunk_new() == 0) {
+    if (used == 0 && ((uintptr_t)cur & (PAGE - 1)) > PAGE - STR_AVOID)   /* a fresh chunk's start too */
+      used = PAGE - ((uintptr_t)cur & (PAGE - 1));
     p = cur + used;
     used += n;
   }

@@ -100,7 +100,7 @@ static uint32_t intern_locked(const char *s, size_t n) {
   js[jn++] = '"';
   jn += cp_json_escape_str(js + jn, CP_STR_JSON_MAX, tmp);
   js[jn++] = '"';
-  char *copy = cp_bump_alloc(n + 1 + sizeof(uint16_t) + jn);   /* never freed (bump.h) */
+  char *copy = cp_bump_alloc_str(n + 1 + sizeof(uint16_t) + jn);   /* never freed (bump.h) */
   if (!copy) return 0;
   memcpy(copy, s, n);
   copy[n] = 0;
