@@ -24,10 +24,11 @@
 void *cp_bump_alloc(size_t n);
 /* As cp_bump_alloc, for an interned string that the callbacks compare with
  * strcmp at every cache hit (strtab.h): never starting in the last 128
- * bytes of a page, where glibc's strcmp (AVX2) checks for a page crossing
- * and takes a slower way; a build whose strings happened to land there
- * cost 17 more instructions per compare, 4 per event in collprof-bench
- * (test/bench/instr_per_event.sh: 692 to 696). */
+ * bytes of a page.  glibc's strcmp (AVX2) takes a slower way when the OR
+ * of its two arguments' page offsets falls there, so a string starting
+ * there always does; a build whose strings happened to land there cost 17
+ * more instructions per compare, 4 per event in collprof-bench
+ * (test/bench/instr_per_event.sh: 692 to 696, back to 692 with this). */
 void *cp_bump_alloc_str(size_t n);
 /* A chunk with at least half of it free, made now if there is none. */
 void cp_bump_prepare(void);
