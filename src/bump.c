@@ -28,39 +28,39 @@ static int chunk_new(void) {
   return 0;
 }
 
-void *cp_bump_alloc(size_t n) {
+/* Bytes to skip so that at does not start in a page's last STR_AVOID
+ * bytes (cp_bump_alloc_str, bump.h). */
+static size_t skip_page_end(const char *at) {
+  const size_t off = (size_t)((uintptr_t)at & (PAGE - 1));
+  return off > PAGE - STR_AVOID ? PAGE - off : 0;
+}
+
+static void *take(size_t n, int avoid_page_end) {
   n = (n + 7) & ~(size_t)7;
   if (n == 0) n = 8;
   if (n > CHUNK / 4) return calloc(1, n);
   pthread_mutex_lock(&mu);
   void *p = NULL;
-  if ((cur && used + n <= CHUNK) || chunk_new() == 0) {
-    p = cur + used;
-    used += n;
+  size_t at = 0;
+  int fits = cur != NULL;
+  if (fits) {
+    at = used + (avoid_page_end ? skip_page_end(cur + used) : 0);
+    fits = at + n <= CHUNK;
+  }
+  if (!fits && chunk_new() == 0) {
+    at = avoid_page_end ? skip_page_end(cur) : 0;
+    fits = 1;
+  }
+  if (fits) {
+    p = cur + at;
+    used = at + n;
   }
   pthread_mutex_unlock(&mu);
   return p;
 }
 
-void *cp_bump_alloc_str(size_t n) {
-  n = (n + 7) & ~(size_t)7;
-  if (n == 0) n = 8;
-  if (n > CHUNK / 4) return calloc(1, n);
-  pthread_mutex_lock(&mu);
-  void *p = NULL;
-  if (cur) {   /* not in a page's last STR_AVOID bytes: to the next page when it would be */
-    const size_t off = (size_t)((uintptr_t)(cur + used) & (PAGE - 1));
-    if (off > PAGE - STR_AVOID) used += PAGE - off;
-  }
-  if ((cur && used + n <= CHUNK) || chunk_new() == 0) {
-    if (used == 0 && ((uintptr_t)cur & (PAGE - 1)) > PAGE - STR_AVOID)   /* a fresh chunk's start too */
-      used = PAGE - ((uintptr_t)cur & (PAGE - 1));
-    p = cur + used;
-    used += n;
-  }
-  pthread_mutex_unlock(&mu);
-  return p;
-}
+void *cp_bump_alloc(size_t n) { return take(n, 0); }
+void *cp_bump_alloc_str(size_t n) { return take(n, 1); }
 
 void cp_bump_prepare(void) {
   pthread_mutex_lock(&mu);
