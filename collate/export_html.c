@@ -329,7 +329,7 @@ static void cp_run_summary(FILE *f, const cp_summary *s) {
   if (n1) {
     fputs("<div class=\"kv wide\"><span>not profiled</span><b>", f);
     cp_h(f, one);
-    fputs(" (one rank: NCCL sends no profiler event for its calls)</b></div>\n", f);
+    fputs(" (" CP_ONE_RANK_WHY ")</b></div>\n", f);
   }
   fputs("</div>\n", f);
 }

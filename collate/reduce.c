@@ -29,9 +29,7 @@ void cp_summary_config(cp_summary *out, const cp_rank_data *cfg, int world_size,
 
 static int starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
-static void bandwidth(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
-  cp_pstat whole;
-  const cp_pstat *st = cp_gpath_pstat(p, &whole);
+static void bandwidth(const cp_summary *s, const cp_gpath *p, const cp_pstat *st, cp_gderived *d) {
   d->bw_valid = 0; d->algbw_gbs = d->busbw_gbs = 0;
   if (!s) return;
   if (!st->calls || !st->bytes) return;
@@ -132,7 +130,7 @@ void cp_gpath_derive(const cp_summary *s, const cp_gpath *p, cp_gderived *d) {
     d->launch_call_ns = (double)st->gpu_launch_ns / (double)st->gpu_launch_samples;
     d->launch_est_ns = d->launch_call_ns * (double)st->gpu_launch_calls;   /* the calls it stands for */
   }
-  bandwidth(s, p, d);
+  bandwidth(s, p, st, d);
 }
 
 static int by_total(const void *x, const void *y, void *ctx) {

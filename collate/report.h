@@ -22,6 +22,10 @@ int cp_write_summary_json(const cp_summary *s, const char *path);
 /* Paths' global ids are r->paths[i].id (-1: not collated). */
 int cp_write_rank_log(const cp_rank_data *r, const char *path);
 
+/* Why a communicator of one rank has no events (src/plugin.c, init_common
+ * says it at run time): summary.log, summary.json and the HTML report. */
+#define CP_ONE_RANK_WHY "one rank: NCCL sends no profiler event for its calls"
+
 /* Write both summaries into dir; prints nothing on success. */
 int cp_write_summaries(const cp_summary *s, const char *dir);
 

@@ -113,7 +113,7 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
     cp_json_str(f, c->name);
     fprintf(f, ",\"nranks\":%d,\"nNodes\":%d,\"reported\":%" PRIu64 ",\"events\":%" PRIu64 "%s}",
             c->nranks, c->nnodes, c->members, c->events,
-            c->nranks == 1 ? ",\"unprofiled\":\"one rank: NCCL sends no profiler event for its calls\"" : "");
+            c->nranks == 1 ? ",\"unprofiled\":\"" CP_ONE_RANK_WHY "\"" : "");
   }
   fprintf(f, "],\n\"paths\":[");
   for (size_t i = 0; i < s->npaths; i++) {

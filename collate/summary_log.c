@@ -350,7 +350,7 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
     one_rank |= c->nranks == 1;
   }
   if (one_rank)   /* src/plugin.c, init_common */
-    fprintf(f, "  * one rank: NCCL sends no profiler event for its calls (a local copy); they are not profiled\n");
+    fprintf(f, "  * " CP_ONE_RANK_WHY " (a local copy); they are not profiled\n");
   fputc('\n', f);
 
   profile(f, s);

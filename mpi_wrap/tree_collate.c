@@ -113,10 +113,10 @@ int cp_tree_collate(MPI_Comm comm, const cp_rank_data *mine, int hash_bits,
   info->rounds = R;
   /* The wall time counts from when every rank is here.  A blocking barrier
    * spins in Open MPI, and the ranks that come first spun until the last:
-   * 20-85 ms of CPU over 64 ranks on a 2-core VM, a quarter of the whole
-   * collation's (mpi_wrap/bench/collbench.c); waited for as the messages
-   * below are, it sleeps instead (the wait's cap, 250 us, bounds how late
-   * a rank leaves it). */
+   * on a 16-core host 64 ranks' collation took 0.355 CPU-s with it, 0.236
+   * waited for as the messages below are, asleep between probes
+   * (mpi_wrap/bench/collbench.c; share/doc/performance.md).  The wait's
+   * cap, 250 us, bounds how late a rank leaves it. */
   MPI_Request brq;
   PMPI_Ibarrier(comm, &brq);
   wait_req(&brq, UPD, UPC);

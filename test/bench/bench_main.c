@@ -481,7 +481,7 @@ int main(int argc, char **argv) {
       }
       if (cs[c].n[ti] > 0) {   /* for the goal lines below */
         shown_ns[c][ti] = ns;
-        shown_x[c][ti] = ratio[0] ? atof(ratio) : 0;
+        shown_x[c][ti] = ratio[0] ? atof(ratio) : 0;   /* as printed, rounded: the verdict is the text's */
       }
       if (cs[c].n[ti] == 0)
         printf("%-22s %3d %10s %9s %12s %10s\n", cs[c].name, tv[ti], "failed", "-", "-", "");
