@@ -968,7 +968,10 @@ static inline __attribute__((always_inline)) void start_acls(cp_slot *s, uint32_
 /* A counted or off call's GroupApi: the pool takes in what other threads
  * posted to it (start_counted says why). */
 static inline void group_takes_posts(cp_thr *t, cp_pool *pool) {
-  if (UNLIKELY(atomic_load_explicit(&pool->in_tail, memory_order_acquire) != pool->in_seen))
+  /* a hint read outside the pool: in_seen atomically (a holder on another
+   * thread may be draining), and entering settles it */
+  if (UNLIKELY(atomic_load_explicit(&pool->in_tail, memory_order_acquire) !=
+               __atomic_load_n(&pool->in_seen, __ATOMIC_RELAXED)))
     cp_pool_leave(pool, cp_pool_enter(pool, t));
 }
 
@@ -1646,7 +1649,8 @@ __attribute__((noinline)) static int parent_update_other(cp_thr *t, uint32_t pco
  * trace off. */
 __attribute__((noinline)) static void stop_record_any(const cp_thr *t, const cp_slot *s, uint64_t now) {
   const int kch = s->type == ncclProfileKernelCh;
-  const uint64_t gpu_stop = s->has_gpu_stop ? s->gpu_stop : 0;
+  const uint64_t gpu_stop = __atomic_load_n(&s->has_gpu_stop, __ATOMIC_RELAXED)
+                                ? __atomic_load_n(&s->gpu_stop, __ATOMIC_RELAXED) : 0;
   if (LIKELY(s->rec.kind == CP_REC_EVENT_C)) cp_trace_put_stopped_c(&s->erec, now, kch, gpu_stop);
   else cp_trace_put_stopped_i(&s->rec, now, t->tid, kch, gpu_stop);
 }
@@ -1772,8 +1776,10 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   uint32_t kc_epoch = 0;
   if (UNLIKELY(type == ncclProfileKernelCh)) {
     gs = s->gpu_start;
-    ge = s->gpu_stop;
-    kch = s->has_gpu_stop && ge >= gs;
+    /* atomic as state_kc_stop stores them (lock-free): a misbehaving host
+     * may send the state from another thread while this stop runs */
+    ge = __atomic_load_n(&s->gpu_stop, __ATOMIC_RELAXED);
+    kch = __atomic_load_n(&s->has_gpu_stop, __ATOMIC_RELAXED) && ge >= gs;
     kc_epoch = s->kc_epoch;
   }
   /* a proxy event's call class, for the lean estimate (lean_estimate.h) */

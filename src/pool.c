@@ -45,6 +45,20 @@ static void chunk_retire(cp_slot *c, uint32_t nslots) {
   atomic_fetch_add_explicit(&cache_bytes, (uint64_t)nslots * sizeof(cp_slot), memory_order_relaxed);
 }
 
+/* Zero a cached chunk for its next pool word by word, with relaxed atomic
+ * stores: a thread that read a slot pointer of the finalized pool before
+ * the chunk was retired may still read that slot's key, generation and
+ * hold lock-free (cp_pool_peek_parent, cp_pool_peek_live), and those
+ * reads are atomic; a plain memset would race with them (ThreadSanitizer
+ * found it with `collprof-replay --synthetic fuzz`: a stale KernelCh
+ * parent of a finalized communicator while another thread inits one).
+ * What such a read finds is generation 0, which no handle carries. */
+static void chunk_zero(cp_slot *c, uint32_t nslots) {
+  uint64_t *w = (uint64_t *)(void *)c;
+  const size_t n = (size_t)nslots * sizeof *c / sizeof *w;
+  for (size_t i = 0; i < n; i++) __atomic_store_n(&w[i], 0, __ATOMIC_RELAXED);
+}
+
 /* A zeroed chunk of nslots slots: from the cache when one fits. */
 static cp_slot *chunk_get(uint32_t nslots) {
   cp_slot *c = NULL;
@@ -59,7 +73,7 @@ static cp_slot *chunk_get(uint32_t nslots) {
   pthread_mutex_unlock(&cache_mu);
   if (!c) return cp_calloc_lines((size_t)nslots * sizeof *c);
   atomic_fetch_sub_explicit(&cache_bytes, (uint64_t)nslots * sizeof(cp_slot), memory_order_relaxed);
-  memset(c, 0, (size_t)nslots * sizeof *c);
+  chunk_zero(c, nslots);
   return c;
 }
 

@@ -166,7 +166,8 @@ typedef struct cp_pool {
   atomic_uint ctl;       /* CP_CTL_WANT | CP_CTL_SHARED (pool_owner.h) */
   atomic_uint inside;    /* the owner is inside a callback here */
   uint32_t in_seen;      /* in_head as the holder last drained: the check at
-                            every event reads this line, not line 1 */
+                            every event reads this line, not line 1; relaxed
+                            atomic loads and stores only (read before entry) */
   uint32_t capacity;     /* nchunks * chunk_size */
   uint32_t next;         /* round robin cursor */
   uint32_t busy;         /* slots live or blacklisted */

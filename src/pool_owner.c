@@ -157,7 +157,7 @@ void cp_pool_drain(cp_pool *p) {
   if (!box) return;
   for (; head != tail; head++) cp_pool_apply(p, &box[head % CP_INBOX]);
   __atomic_store_n(&p->in_head, head, __ATOMIC_RELEASE);
-  p->in_seen = head;
+  __atomic_store_n(&p->in_seen, head, __ATOMIC_RELAXED);   /* read outside the pool too (group_takes_posts) */
 }
 
 /* The inbox, made once per pool (in_lock held): a one-off set-up

@@ -84,7 +84,8 @@ static inline int cp_pool_enter(cp_pool *p, const void *me) {
   } else {
     cp_pool_excl_lock(p);
   }
-  if (__builtin_expect(atomic_load_explicit(&p->in_tail, memory_order_acquire) != p->in_seen, 0)) cp_pool_drain(p);
+  if (__builtin_expect(atomic_load_explicit(&p->in_tail, memory_order_acquire) != __atomic_load_n(&p->in_seen, __ATOMIC_RELAXED), 0))
+    cp_pool_drain(p);
   return owned;
 }
 static inline void cp_pool_leave(cp_pool *p, int owned) {

@@ -375,6 +375,11 @@ static inline void rec_commit(cp_dq *q) {
  * recorded so far first, then the call itself, inline. */
 __attribute__((cold, noinline)) static ncclResult_t other_thread(int cb, uint64_t h, int st,
                                                                  const ncclProfilerEventStateArgs_v5_t *a) {
+  /* With no ring at all (deferral off: the usual case) a value with the
+   * deferred tag is not a handle collprof made: the core says so, in the
+   * words it uses for any such value, not as a stale deferred handle. */
+  if (atomic_load_explicit(&g_ndq, memory_order_acquire) == 0)
+    return cb == DFR_STOP ? cp_core_stop((void *)(uintptr_t)h) : cp_core_state((void *)(uintptr_t)h, st, a);
   pthread_mutex_lock(&g_apply_mu);
   apply_all_locked(0);
   int stale;

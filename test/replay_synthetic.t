@@ -130,5 +130,37 @@ bad=$(grep -v '^collprof: \|^collprof-replay: ' "$D/stderr" | head -n 5)
 is "$bad" "" "badinput: every stderr line is a collprof: warning"
 cmp "badinput: good calls counted exactly" --subset paths paths=event_paths
 ok "badinput: plugin warned on stderr" grep -q '^collprof: ' "$D/stderr"
+ok "badinput: a value with the deferred tag, deferral off, is a foreign handle" \
+  sh -c '! grep -q "deferred proxy-thread handle" "$1"' _ "$D/stderr"
+
+# ---- fuzz: random misuse mixed with good calls (replay_synth_fuzz.c) ----
+# Seeded, so a failure reproduces: FUZZ_SEED=S prove test/replay_synthetic.t
+# reruns the cases from seed S (default 1, one seed per case after it).
+# What is checked is that the process ends normally (under the sanitizers
+# too), says only collprof: lines, counts the misuse, and leaves files that
+# parse and collate.
+if [ -n "$SAN" ]; then FUZZ_STEPS=15000; else FUZZ_STEPS=${COLLPROF_FUZZ_STEPS:-100000}; fi
+seed=${FUZZ_SEED:-1}
+fuzz_case() { # label ENV... -- ARGS...
+  local label=$1; shift
+  synth fuzz COLLPROF_FUZZ_SEED=$seed "$@"
+  label="$label, seed $seed"
+  seed=$((seed + 1))
+  common "$label"
+  bad=$(grep -v '^collprof: \|^collprof-replay: ' "$D/stderr" | head -n 5)
+  is "$bad" "" "$label: every stderr line is a collprof: warning"
+  [ -z "$bad" ] || grep -v '^collprof: \|^collprof-replay: ' "$D/stderr" | head -n 40 | sed 's/^/#   /'
+  local nbad
+  nbad=$(field "$D/actual.json" rank.badCalls)
+  ok "$label: the misuse counted ($nbad bad calls)" test "${nbad:-0}" -gt 0
+  "$BIN/collprof-collate" -q "$D/out" >"$D/collate.out" 2>&1
+  is "$?" 0 "$label: the output collates"
+  ok "$label: summary.json parses" python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$D/out/summary.json"
+}
+fuzz_case "fuzz, every event" -- --threads 3 --count "$FUZZ_STEPS"
+fuzz_case "fuzz, defaults" NCCL_PROFILE_EVENT_MASK=4031 COLLPROF_GPU_SAMPLE=16 -- --threads 3 --count "$FUZZ_STEPS"
+fuzz_case "fuzz, proxy deferred" COLLPROF_PROXY_DEFER=1 -- --threads 3 --count "$FUZZ_STEPS"
+fuzz_case "fuzz, trace off, host sample 4" COLLPROF_TRACE=0 COLLPROF_HOST_SAMPLE=4 -- --threads 3 --count "$FUZZ_STEPS"
+fuzz_case "fuzz --api v4" -- --api v4 --threads 2 --count "$FUZZ_STEPS"
 
 done_testing

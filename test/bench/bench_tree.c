@@ -350,8 +350,10 @@ static void *proxy_main(void *arg) {
 static void *thread_main(void *arg) {
   thr *t = arg;
   char buf[256];
-  /* Each thread its own communicator, as one rank of a T-rank job. */
-  if (g_p->init(&t->ctx, 0x1000 + (uint64_t)t->idx, &g_mask, "bench", 1, g_threads, t->idx,
+  /* Each thread its own communicator, as one rank of a T-rank job; of two
+   * ranks at least, since NCCL 2.28 sends no event for a one-rank
+   * communicator's calls (and collprof says so on stderr). */
+  if (g_p->init(&t->ctx, 0x1000 + (uint64_t)t->idx, &g_mask, "bench", 1, g_threads < 2 ? 2 : g_threads, t->idx,
                 logger) != NCCL_OK) {
     fprintf(stderr, "collprof-bench: init failed\n");
     return NULL;

@@ -148,6 +148,7 @@ int rp_synth_graph(const rp_synth_opts *o);
 int rp_synth_pxn(const rp_synth_opts *o);
 int rp_synth_threads(const rp_synth_opts *o);
 int rp_synth_badinput(const rp_synth_opts *o);
+int rp_synth_fuzz(const rp_synth_opts *o);
 
 /* ---- expected counts (replay_expect.c) ---- */
 /* Thread-safe per-path counters: events that stopped, state callbacks. */

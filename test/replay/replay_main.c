@@ -26,7 +26,7 @@ static void usage(void) {
   fprintf(stderr,
     "usage: collprof-replay [--plugin LIB] [--api v5|v4] [--timed] [--rank-file-map]\n"
     "                       [--mpi|--no-mpi] FILE...\n"
-    "       collprof-replay --synthetic reuse|graph|pxn|threads|badinput [--count N]\n"
+    "       collprof-replay --synthetic reuse|graph|pxn|threads|badinput|fuzz [--count N]\n"
     "                       [--threads T] [--expect FILE] [--plugin LIB] [--api v5|v4]\n");
 }
 

@@ -16,6 +16,7 @@ int rp_synth_run(const rp_synth_opts *o) {
   else if (!strcmp(o->name, "pxn")) r = rp_synth_pxn(o);
   else if (!strcmp(o->name, "threads")) r = rp_synth_threads(o);
   else if (!strcmp(o->name, "badinput")) r = rp_synth_badinput(o);
+  else if (!strcmp(o->name, "fuzz")) r = rp_synth_fuzz(o);
   else return -1;
   if (o->expect && rp_expect_write(o->expect) != 0) rp_log("could not write %s", o->expect);
   return r;

@@ -19,6 +19,7 @@ static void *const foreign_values[] = {
   (void *)(uintptr_t)0xC000ffff00000100ull,     /* collprof's handle tag, nonsense fields */
   (void *)(uintptr_t)0xC0000001ffffff07ull,
   (void *)(uintptr_t)0xD000000000000001ull,     /* context-like value */
+  (void *)(uintptr_t)0xB000000100000001ull,     /* proxy_defer.h's tag, deferral off */
 };
 #define NFOREIGN (sizeof foreign_values / sizeof foreign_values[0])
 
