@@ -43,6 +43,18 @@ int64_t cp_export_global_id(const cp_summary *s, const cp_path_rec *p);
 /* Index of the summary path with id `id` (ids are indices; checked). */
 const cp_gpath *cp_export_gpath(const cp_summary *s, int64_t id);
 
+/* a + b, held at INT64_MIN / INT64_MAX where it would overflow: times
+ * from a damaged rank file (a hand-edited or cut line) must not make the
+ * exporters' arithmetic undefined. */
+static inline int64_t cp_add_sat(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+static inline int64_t cp_sub_sat(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
 /* ns as microseconds with three decimals ("-12.345"), into buf. */
 const char *cp_export_us(int64_t ns, char *buf, size_t len);
 

@@ -58,9 +58,15 @@ typedef struct {
 
 /* ---- reading ---- */
 
-static int64_t cp_j_ns(json_t *v) {  /* "ts" in microseconds -> ns */
-  if (json_is_integer(v)) return (int64_t)json_integer_value(v) * 1000;
-  if (json_is_real(v)) return (int64_t)llround(json_real_value(v) * 1000.0);
+/* "ts" in microseconds -> ns; INT64_MIN (no time) for a value that has
+ * none in range (a damaged line), as for one that is missing. */
+static int64_t cp_j_ns(json_t *v) {
+  int64_t ns;
+  if (json_is_integer(v)) return __builtin_mul_overflow((int64_t)json_integer_value(v), 1000, &ns) ? INT64_MIN : ns;
+  if (json_is_real(v)) {
+    const double d = json_real_value(v) * 1000.0;
+    return isfinite(d) && fabs(d) < 9.2e18 ? (int64_t)llround(d) : INT64_MIN;
+  }
   return INT64_MIN;
 }
 static int64_t cp_j_int(json_t *o, const char *k, int64_t dflt) {
@@ -107,8 +113,8 @@ static int cp_event_pos(cp_rankx *x, json_t *j, cp_evpos *p) {
   const char *type = cp_short(cp_j_str(j, "type"));
   memset(p, 0, sizeof *p);
   p->tid = cp_j_int(st, "tid", 0);
-  p->start = a + x->off;
-  p->end = b + x->off;
+  p->start = cp_add_sat(a, x->off);
+  p->end = cp_add_sat(b, x->off);
   p->proxy = !strncmp(type, "Proxy", 5) || !strcmp(type, "NetPlugin");
   /* ProxyCtrl (idle/active periods) spans the proxy thread's other events:
    * a track of its own keeps both readable. */
@@ -123,8 +129,8 @@ static int cp_event_pos(cp_rankx *x, json_t *j, cp_evpos *p) {
   if (c && !p->uuid[0]) snprintf(p->uuid, sizeof p->uuid, "%s", c->gpu_uuid);
   if (c && c->gpu_offset_valid && g0 > 0 && g1 >= g0) {
     p->on_gpu = 1;
-    p->start = g0 - c->gpu_offset_ns + x->off;
-    p->end = g1 - c->gpu_offset_ns + x->off;
+    p->start = cp_add_sat(cp_sub_sat(g0, c->gpu_offset_ns), x->off);
+    p->end = cp_add_sat(cp_sub_sat(g1, c->gpu_offset_ns), x->off);
   }
   return 0;
 }
@@ -209,7 +215,7 @@ static int cp_assign_lanes(cp_rankx *x) {
   x->lane = calloc(x->nspans ? x->nspans : 1, sizeof *x->lane);
   x->trk = calloc(x->nspans ? x->nspans : 1, sizeof *x->trk);
   if (!x->lane || !x->trk) return -1;
-  qsort(x->spans, x->nspans, sizeof *x->spans, cp_span_cmp);
+  if (x->nspans) qsort(x->spans, x->nspans, sizeof *x->spans, cp_span_cmp);
   cp_stack st[CP_MAX_LANES];
   memset(st, 0, sizeof st);
   int rc = 0;
@@ -334,7 +340,7 @@ static int cp_pass2(cp_rankx *x, json_t *j, void *arg) {
     cp_jstr(o->f, cp_j_str(j, "name"));
     fprintf(o->f, ",\"cat\":\"state\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%s,\"pid\":%" PRId64
                   ",\"tid\":%" PRId64 ",\"args\":{",
-            cp_export_us(t + x->off, ts, sizeof ts), o->pid, cp_j_int(j, "tid", 0));
+            cp_export_us(cp_add_sat(t, x->off), ts, sizeof ts), o->pid, cp_j_int(j, "tid", 0));
     static const char *keys[] = {"eventAddr", "id", "transSize", "appendedProxyOps", "gpuStop"};
     int first = 1;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -357,7 +363,7 @@ static int cp_pass2(cp_rankx *x, json_t *j, void *arg) {
     cp_jstr(o->f, func);
     fprintf(o->f, ",\"cat\":\"lifecycle\",\"ph\":\"i\",\"s\":\"p\",\"ts\":%s,\"pid\":%" PRId64
                   ",\"tid\":%" PRId64 ",\"args\":{\"commId\":",
-            cp_export_us(t + x->off, ts, sizeof ts), o->pid,
+            cp_export_us(cp_add_sat(t, x->off), ts, sizeof ts), o->pid,
             cp_j_int(json_object_get(j, "start"), "tid", 0));
     cp_jstr(o->f, cp_j_str(j, "commId"));
     fputs(",\"details\":", o->f);
