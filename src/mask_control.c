@@ -262,7 +262,8 @@ static atomic_int g_frozen_kc;        /* ...and on: then the whole mask is const
 static atomic_int g_open_groups;      /* GroupApi events started, not stopped (first thread's) */
 static atomic_int g_group_tid;        /* thread of the first GroupApi (0 = none yet) */
 static atomic_int g_kc_wait;          /* window just opened: KernelCh waits for a group stop */
-static int g_v4;                      /* the v4 API: no GroupApi events */
+static atomic_int g_v4;                /* the v4 API: no GroupApi events (set by every v4 init, on
+                                          any thread, while another may be attaching) */
 static int g_switching;               /* N != 0, periods or lean: the mask may change at a group stop */
 static int g_lean_on;                 /* COLLPROF_LEAN, v5, and the lean mask is narrower than the base */
 static uint32_t g_lean_mask;          /* what a lean call asks for (header, "Lean calls") */
@@ -546,7 +547,7 @@ static void init_once(void) {
   /* A mask of KernelCh alone cannot be sampled: an unsampled call would
    * read 0, send no callback, and nothing would turn KernelCh back on. */
   if (g_base == 0 && g_n > 1) g_n = 1;
-  if (g_v4 && g_n > 1) {
+  if (atomic_load(&g_v4) && g_n > 1) {
     cp_warn("COLLPROF_GPU_SAMPLE=%u needs the v5 profiler API (NCCL 2.28): this NCCL uses v4, "
             "which gives no safe point to switch KernelCh, so it stays off "
             "(COLLPROF_GPU_SAMPLE=1 turns it on for every call)", g_n);
@@ -561,14 +562,14 @@ static void init_once(void) {
     atomic_store(&g_next_first, 0);
     atomic_store(&g_start_delay, 1);
   }
-  g_watch = g_n >= 1 && !g_v4 ? (uint32_t)ncclProfileGroupApi : 0;
+  g_watch = g_n >= 1 && !atomic_load(&g_v4) ? (uint32_t)ncclProfileGroupApi : 0;
   g_t0 = mono_ns();
   g_have_periods = parse_periods(c->periods);
   if (c->start_paused) atomic_store(&g_paused, 1);
   /* N = 1 too: a pause with KernelCh on waits for a group stop */
   g_lean_mask = (uint32_t)(ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi) |
                 (g_base & (uint32_t)ncclProfileProxyCtrl);
-  g_lean_on = c->lean && !g_v4 && !g_off && (g_base & ~g_lean_mask) != 0;
+  g_lean_on = c->lean && !atomic_load(&g_v4) && !g_off && (g_base & ~g_lean_mask) != 0;
   atomic_store(&cp_hot.lean_live, g_lean_on && !atomic_load(&g_frozen));
   g_switching = g_n >= 1 || g_have_periods || g_lean_on;
   if (g_have_periods || atomic_load(&g_paused)) atomic_store(&g_win_used, 1);
@@ -683,7 +684,7 @@ HIDDEN void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes) {
     atomic_store_explicit(&g_next_first, first, memory_order_relaxed);
 }
 
-HIDDEN void cp_mask_api_v4(void) { g_v4 = 1; }
+HIDDEN void cp_mask_api_v4(void) { atomic_store(&g_v4, 1); }
 
 HIDDEN void cp_mask_comm_id(uint64_t comm_id) {
   const pid_t tid = (pid_t)syscall(SYS_gettid);   /* init only: a system call is fine here */

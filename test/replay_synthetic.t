@@ -162,5 +162,8 @@ fuzz_case "fuzz, defaults" NCCL_PROFILE_EVENT_MASK=4031 COLLPROF_GPU_SAMPLE=16 -
 fuzz_case "fuzz, proxy deferred" COLLPROF_PROXY_DEFER=1 -- --threads 3 --count "$FUZZ_STEPS"
 fuzz_case "fuzz, trace off, host sample 4" COLLPROF_TRACE=0 COLLPROF_HOST_SAMPLE=4 -- --threads 3 --count "$FUZZ_STEPS"
 fuzz_case "fuzz --api v4" -- --api v4 --threads 2 --count "$FUZZ_STEPS"
+fuzz_case "fuzz, collprof_shutdown while NCCL calls" COLLPROF_FUZZ_SHUTDOWN=1 -- --threads 3 --count "$FUZZ_STEPS"
+ok "fuzz, collprof_shutdown while NCCL calls: later callbacks ignored, said once" \
+  test "$(grep -c 'after collprof_shutdown' "$D/stderr")" -eq 1
 
 done_testing

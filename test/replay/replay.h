@@ -52,6 +52,9 @@ ncclResult_t rp_host_state(void *handle, int state,
 /* Finalize one communicator; after the last one that init'ed, dlclose. */
 ncclResult_t rp_host_fini(void *ctx, int counts_for_unload);
 
+/* A symbol of the loaded plugin (its collprof_* API), NULL when none. */
+void *rp_host_sym(const char *name);
+
 /* Counters for the summary line. */
 uint64_t rp_host_callbacks(void);
 uint64_t rp_host_event_callbacks(void);   /* start, stop and state callbacks only */

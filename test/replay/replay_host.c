@@ -249,6 +249,11 @@ ncclResult_t rp_host_fini(void *ctx, int counts_for_unload) {
   return r;
 }
 
+void *rp_host_sym(const char *name) {
+  rp_loaded *l = host_get();
+  return l ? dlsym(l->dl, name) : NULL;
+}
+
 uint64_t rp_host_callbacks(void) { return __atomic_load_n(&host_ncalls, __ATOMIC_RELAXED); }
 uint64_t rp_host_event_callbacks(void) {
   return rp_host_callbacks() - __atomic_load_n(&host_ninit, __ATOMIC_RELAXED) -

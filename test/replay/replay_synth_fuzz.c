@@ -18,6 +18,13 @@
  * a handle that the plugin returned is stopped from any thread, as NCCL's
  * proxy thread stops events the application thread started.
  *
+ * Meanwhile the main thread does what the MPI layer and an application
+ * do to the plugin from outside NCCL's calls: collprof_pause/resume,
+ * snapshots (collprof_snapshot_take, as MPI_Finalize's collation), and
+ * halfway collprof_write_local; with COLLPROF_FUZZ_SHUTDOWN=1 instead
+ * collprof_shutdown an eighth of the way, while the threads go on
+ * calling (events after shutdown).
+ *
  * --count N: steps per thread (default 100000); --threads T (default 2).
  * COLLPROF_FUZZ_SEED (default 1): the sequence; thread i uses seed + i.
  */
@@ -25,8 +32,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "replay_synth.h"
+#include "collprof.h"
 
 enum { RING = 256, SHARED = 64, NPRIV = 2 };
 
@@ -215,8 +224,11 @@ static void fz_comm(fz *f) {
   }
 }
 
+static _Atomic long g_steps_done;   /* over all threads */
+
 static void run(fz *f, long steps) {
   for (long s = 0; s < steps; s++) {
+    if ((s & 255) == 255) atomic_fetch_add_explicit(&g_steps_done, 256, memory_order_relaxed);
     const unsigned k = below(f, 1000);
     if (k < 380) fz_start(f);
     else if (k < 620) rp_host_stop(some_handle(f));
@@ -227,6 +239,46 @@ static void run(fz *f, long steps) {
   }
   for (int i = 0; i < NPRIV; i++)
     if (f->priv[i]) rp_host_fini(f->priv[i], 1);
+}
+
+/* The main thread while the workers run (see the head comment): until
+ * they have made `total` steps, a random pause, resume or snapshot about
+ * every 100 us; write_local at half, shutdown after it when asked. */
+static void drive(fz *f, long total) {
+  int (*pause_fn)(void) = (int (*)(void))rp_host_sym("collprof_pause");
+  int (*resume_fn)(void) = (int (*)(void))rp_host_sym("collprof_resume");
+  int (*snap_take)(collprof_snapshot *) = (int (*)(collprof_snapshot *))rp_host_sym("collprof_snapshot_take");
+  void (*snap_free)(collprof_snapshot *) = (void (*)(collprof_snapshot *))rp_host_sym("collprof_snapshot_free");
+  int (*write_local)(void) = (int (*)(void))rp_host_sym("collprof_write_local");
+  void (*shutdown_fn)(void) = (void (*)(void))rp_host_sym("collprof_shutdown");
+  const char *s = getenv("COLLPROF_FUZZ_SHUTDOWN");
+  const int do_shutdown = s && *s == '1';
+  int halfway = 0;
+  for (long done; (done = atomic_load_explicit(&g_steps_done, memory_order_relaxed)) < total - 1024;) {
+    const unsigned k = below(f, 100);
+    if (k < 30 && pause_fn) pause_fn();
+    else if (k < 70 && resume_fn) resume_fn();
+    else if (k < 80 && snap_take && snap_free) {
+      collprof_snapshot sn;
+      if (snap_take(&sn) == 0) snap_free(&sn);
+    }
+    if (!halfway && done >= (do_shutdown ? total / 8 : total / 2)) {
+      halfway = 1;
+      if (resume_fn) resume_fn();
+      if (!do_shutdown && write_local) write_local();
+      if (do_shutdown && shutdown_fn) {
+        const long d0 = atomic_load(&g_steps_done);
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        shutdown_fn();   /* writes the local data itself */
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        rp_log("fuzz: collprof_shutdown took %.1f ms; the threads made %ld steps meanwhile",
+               (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) * 1e-6, atomic_load(&g_steps_done) - d0);
+      }
+    }
+    usleep(100);
+  }
+  if (resume_fn) resume_fn();
 }
 
 typedef struct { fz *f; long steps; } fz_arg;
@@ -254,6 +306,7 @@ int rp_synth_fuzz(const rp_synth_opts *o) {
     if (pthread_create(&th[i], NULL, worker, &args[i]) != 0) break;
     started++;
   }
+  drive(&(fz){.rng = seed ^ 0xD1B54A32D192ED03ull}, (long)started * steps);
   for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
   for (int i = 0; i < 3; i++) rp_host_fini(g_shared_ctx[i], 1);
   free(fs); free(th); free(args);
