@@ -27,6 +27,17 @@ uint64_t cp_json_u64str(json_t *o, const char *key) {
   return 0;
 }
 
+/* One line as JSON.  A number past the 64-bit signed range (an unsigned
+ * value from NCCL, such as a Coll's seq or a ProxyStep's transSize, that
+ * jansson cannot hold as an integer) does not cost the whole line: it is
+ * read again with its integers as reals, which every reader here takes
+ * (exact below 2^53). */
+static json_t *load_line(const char *s, size_t len, json_error_t *err) {
+  json_t *o = json_loadb(s, len, 0, err);
+  if (!o && strstr(err->text, "too big integer")) o = json_loadb(s, len, JSON_DECODE_INT_AS_REAL, err);
+  return o;
+}
+
 static uint64_t u64(json_t *o, const char *k) { int64_t v = cp_json_i64(o, k); return v < 0 ? 0 : (uint64_t)v; }
 
 static const char *str(json_t *o, const char *k) {
@@ -200,7 +211,7 @@ int cp_rankfile_read(const char *file, cp_rank_data *out, size_t *bad_lines) {
     if (s[len - 1] != '}') { bad_line(&L, "truncated line"); continue; }
     if (is_bulk(s)) continue;
     json_error_t err;
-    json_t *o = json_loadb(s, len, 0, &err);
+    json_t *o = load_line(s, len, &err);
     if (!o || !json_is_object(o)) { bad_line(&L, o ? "not an object" : err.text); json_decref(o); continue; }
     const char *type = str(o, "recordType");
     if (!strcmp(type, "path")) {
@@ -245,7 +256,7 @@ int cp_rankfile_stream(const char *file, cp_record_cb cb, void *ctx) {
     if (!len) continue;
     if (s[len - 1] != '}') { bad_line(&L, "truncated line"); continue; }
     json_error_t err;
-    json_t *o = json_loadb(s, len, 0, &err);
+    json_t *o = load_line(s, len, &err);
     if (!o || !json_is_object(o)) { bad_line(&L, o ? "not an object" : err.text); json_decref(o); continue; }
     rc = cb(ctx, str(o, "recordType"), o, L.line);
     json_decref(o);

@@ -45,7 +45,13 @@ for f in sys.argv[1:]: json.load(open(f))' "$d/summary.json" "$d/c.json"
   fi
 }
 
-for c in huge-ts no-events empty cut-mid-line binary; do collate_case "$c" --case "$c"; done
+for c in huge-ts no-events empty cut-mid-line binary big-uint; do collate_case "$c" --case "$c"; done
+# the last one: nothing to skip, every record in the Chrome trace
+is "$(grep -c 'skipped' "$T/d/stderr")" 0 "big-uint: no line skipped"
+ok "big-uint: as many Chrome events as undamaged" python3 -c '
+import json, sys
+n = [len(json.load(open(f))["traceEvents"]) for f in sys.argv[1:]]
+sys.exit(0 if n[0] == n[1] else "%d != %d" % tuple(n))' "$T/base/c.json" "$T/d/c.json"
 if [ -n "${SAN:-}" ]; then N=12; else N=${COLLPROF_DAMAGE_CASES:-40}; fi
 s=${DAMAGE_SEED:-1}
 for i in $(seq 1 "$N"); do collate_case "random damage, seed $s" "$s"; s=$((s + 1)); done

@@ -8,7 +8,10 @@ damages them, seeded (the same seed and files give the same damage).
       a fixed case: huge-ts (an event at the largest 64-bit microsecond
       time and one at 1e308), no-events (only the records that are not
       events), empty (every file 0 bytes), cut-mid-line (the file ends
-      inside its last line), binary (a line of bytes that are not UTF-8)
+      inside its last line), binary (a line of bytes that are not UTF-8),
+      big-uint (a Coll's seq and a state's transSize past 2^63: unsigned
+      values NCCL may hand over, which the files must carry and the
+      readers read)
 
 Random edits: a value inside a record replaced (numbers at and beyond the
 64-bit limits, strings, nulls, nested containers) or a key dropped; a
@@ -58,6 +61,18 @@ def fixed(name, files):
         elif name == 'cut-mid-line':
             data = b'\n'.join(lines).rstrip(b'\n')
             lines = [data[:len(data) - 7]]
+        elif name == 'big-uint':
+            for i, l in enumerate(lines):
+                try:
+                    r = json.loads(l)
+                except ValueError:
+                    continue
+                if r.get('type') == 'ncclProfileColl' and isinstance(r.get('details'), dict):
+                    r['details']['seq'] = 2**64 - 1
+                    lines[i] = json.dumps(r).encode()
+                elif r.get('recordType') == 'state' and 'transSize' in r:
+                    r['transSize'] = 2**63 + 5
+                    lines[i] = json.dumps(r).encode()
         elif name == 'binary':
             lines.insert(len(lines) // 2, bytes(range(128, 256)) + b'{"recordType":')
         else:

@@ -165,5 +165,14 @@ fuzz_case "fuzz --api v4" -- --api v4 --threads 2 --count "$FUZZ_STEPS"
 fuzz_case "fuzz, collprof_shutdown while NCCL calls" COLLPROF_FUZZ_SHUTDOWN=1 -- --threads 3 --count "$FUZZ_STEPS"
 ok "fuzz, collprof_shutdown while NCCL calls: later callbacks ignored, said once" \
   test "$(grep -c 'after collprof_shutdown' "$D/stderr")" -eq 1
+# A capture of a fuzzed run (COLLPROF_CAPTURE: every callback as NCCL made
+# it, random values included) must replay.
+fuzz_case "fuzz, captured" COLLPROF_CAPTURE=1 -- --threads 3 --count "$FUZZ_STEPS"
+cap=$(ls "$D"/out/capture-pid*.jsonl 2>/dev/null | head -n 1)
+ok "fuzz, captured: a capture was written" test -n "$cap"
+mkdir -p "$D/again"
+COLLPROF_OUTPUT_DIR="$D/again" "$REPLAY" --no-mpi --plugin "$PLUGIN" "${cap:-/nonexistent}" >"$D/again.out" 2>&1
+is "$?" 0 "fuzz, captured: the capture replays"
+[ -z "$(grep -v '^collprof: \|^collprof-replay: ' "$D/again.out" | head -n 1)" ] || sed 's/^/#   /' "$D/again.out" | head -n 20
 
 done_testing

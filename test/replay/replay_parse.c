@@ -74,7 +74,13 @@ static uint64_t j_ptr(json_t *o, const char *key) {
 }
 static long long j_int(json_t *o, const char *key) {
   json_t *v = json_object_get(o, key);
-  return json_is_integer(v) ? json_integer_value(v) : 0;
+  if (json_is_integer(v)) return json_integer_value(v);
+  if (json_is_real(v)) {   /* a line read with JSON_DECODE_INT_AS_REAL (below) */
+    const double d = json_real_value(v);
+    if (!(d > -9.2e18)) return 0;
+    return d < 9.2e18 ? (long long)d : d < 1.8e19 ? (long long)(uint64_t)d : -1;
+  }
+  return 0;
 }
 static const char *j_str(json_t *o, const char *key) {
   json_t *v = json_object_get(o, key);
@@ -164,6 +170,9 @@ int rp_capture_read(const char *path, rp_capture *c) {
     lineno++;
     json_error_t je;
     json_t *o = json_loadb(buf, (size_t)len, 0, &je);
+    /* an unsigned value past 2^63 (a Coll's seq, a transSize): the line's
+     * integers as reals (rankfile_read.c does the same) */
+    if (!o && strstr(je.text, "too big integer")) o = json_loadb(buf, (size_t)len, JSON_DECODE_INT_AS_REAL, &je);
     if (!o) { rp_log("%s:%ld: %s", path, lineno, je.text); err = 1; break; }
     const char *cb = json_string_value(json_object_get(o, "cb"));
     GROW(c->lines, c->nlines, lcap);
