@@ -41,6 +41,10 @@ enum { RING = 256, SHARED = 64, NPRIV = 2 };
 
 /* Communicators every thread may use, up for the whole run. */
 static void *g_shared_ctx[3];
+/* Every thread's own communicators as they come and go: others send
+ * events on them too, also while their owner finalizes one (NCCL's proxy
+ * thread calling while the application destroys the communicator). */
+static _Atomic(void *) g_any_ctx[16];
 /* Handles any thread may take as a parent or stop (the latest few). */
 static _Atomic uint64_t g_shared_h[SHARED];
 
@@ -118,7 +122,8 @@ static void *some_handle(fz *f) {
 static void *some_ctx(fz *f) {
   unsigned k = below(f, 100);
   if (k < 45) return g_shared_ctx[below(f, 3)];
-  if (k < 85) return f->priv[below(f, NPRIV)];   /* may be NULL: down */
+  if (k < 75) return f->priv[below(f, NPRIV)];   /* may be NULL: down */
+  if (k < 85) return atomic_load_explicit(&g_any_ctx[below(f, 16)], memory_order_relaxed);
   if (k < 92) return f->dead[below(f, NPRIV)];   /* finalized */
   if (k < 95) return NULL;
   if (k < 98) {                                  /* a context value one bit off */
@@ -221,6 +226,7 @@ static void fz_comm(fz *f) {
     const uint64_t id = 0xF0220000ull + (uint64_t)f->me * 0x10000 + f->inits++;
     rp_host_init(&ctx, id, below(f, 2) ? "fuzz" : "fuzz \"split\"", 1, 2 + (int)below(f, 3), (int)below(f, 2));
     f->priv[i] = ctx;
+    if (ctx) atomic_store_explicit(&g_any_ctx[below(f, 16)], ctx, memory_order_relaxed);
   }
 }
 
