@@ -14,6 +14,12 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
 unset NCCL_PROFILER_PLUGIN COLLPROF_PERIODS COLLPROF_TRACE COLLPROF_OUTPUT_DIR
 CAP=$FIX/ar_nvlink/p0.jsonl
+# A value the launch timer does not understand leaves it at its default,
+# on, and the capture's streams are another process's: on a GPU host the
+# real libcuda crashes on them (collprof-replay only defaults the timer to
+# off).  The stand-in libcuda (test/fakecuda, as launch_timer.t) takes any
+# stream, so the LAUNCH variables' bad values are tried on every host.
+export LD_LIBRARY_PATH="$LIB/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # the variables plugin and MPI layer read (src/, mpi_wrap/), the loader's
 # NCCL_PROFILER_PLUGIN aside (the replay loads the plugin with --plugin)
