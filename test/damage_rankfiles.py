@@ -38,15 +38,21 @@ def lines_of(f):
 def write(f, lines):
     open(f, 'wb').write(b'\n'.join(lines))
 
+def records(lines):
+    """(index, record) for each line that is JSON (a list: the caller edits lines)."""
+    out = []
+    for i, l in enumerate(lines):
+        try:
+            out.append((i, json.loads(l)))
+        except ValueError:
+            pass
+    return out
+
 def fixed(name, files):
     for f in files:
         lines = lines_of(f)
         if name == 'huge-ts':
-            for i, l in enumerate(lines):
-                try:
-                    r = json.loads(l)
-                except ValueError:
-                    continue
+            for i, r in records(lines):
                 if r.get('recordType') == 'event' and 'start' in r:
                     r['start']['ts'] = 2**63 - 1
                     lines[i] = json.dumps(r).encode()
@@ -62,11 +68,7 @@ def fixed(name, files):
             data = b'\n'.join(lines).rstrip(b'\n')
             lines = [data[:len(data) - 7]]
         elif name == 'big-uint':
-            for i, l in enumerate(lines):
-                try:
-                    r = json.loads(l)
-                except ValueError:
-                    continue
+            for i, r in records(lines):
                 if r.get('type') == 'ncclProfileColl' and isinstance(r.get('details'), dict):
                     r['details']['seq'] = 2**64 - 1
                     lines[i] = json.dumps(r).encode()
