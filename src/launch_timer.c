@@ -321,12 +321,16 @@ void cp_lt_launch_start_slow(cp_thr *t, void *stream, uint64_t launch_handle, ui
   const int first = t->lt_last_ns == 0;
   schedule_next(t, now);
   if (atomic_load(&g_child) || !cu.ok) return;   /* cu: loaded by cp_lt_setup */
-  /* First whether the stream is being captured: then nothing else is
-   * called (the earlier launches are read at a later one, or finalize). */
+  /* First the thread's current context: NCCL launches with one current,
+   * and without one the stream cannot be a stream of this thread's, so it
+   * is not handed to the driver (a replay of another process's capture on
+   * a GPU host has such streams, and libcuda crashed on them).  Then
+   * whether the stream is being captured: then nothing else is called
+   * (the earlier launches are read at a later one, or finalize). */
   int status = 0;
   CUcontext ctx = NULL;
-  if (cu.capturing(stream, &status) != CUDA_SUCCESS || status != 0 ||
-      cu.ctx_current(&ctx) != CUDA_SUCCESS || !ctx) {
+  if (cu.ctx_current(&ctx) != CUDA_SUCCESS || !ctx || cu.capturing(stream, &status) != CUDA_SUCCESS ||
+      status != 0) {
     atomic_fetch_add(&g_skipped, 1);
     return;
   }
