@@ -26,7 +26,8 @@
  * calling (events after shutdown).
  *
  * --count N: steps per thread (default 100000); --threads T (default 2).
- * COLLPROF_FUZZ_SEED (default 1): the sequence; thread i uses seed + i.
+ * COLLPROF_FUZZ_SEED (default 1): the sequences (each thread one of its
+ * own drawn from it; how the threads interleave is the machine's).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -243,13 +244,15 @@ static void run(fz *f, long steps) {
     else if (k < 998) fz_comm(f);
     else rp_host_fini(below(f, 2) ? NULL : (void *)(uintptr_t)rnd(f), 0);   /* foreign finalize */
   }
+  atomic_fetch_add_explicit(&g_steps_done, steps & 255, memory_order_relaxed);   /* the rest: drive sees them all */
   for (int i = 0; i < NPRIV; i++)
     if (f->priv[i]) rp_host_fini(f->priv[i], 1);
 }
 
 /* The main thread while the workers run (see the head comment): until
- * they have made `total` steps, a random pause, resume or snapshot about
- * every 100 us; write_local at half, shutdown after it when asked. */
+ * they have made nearly all `total` steps, a random pause, resume or
+ * snapshot about every 100 us; write_local at half, or, when asked,
+ * collprof_shutdown at an eighth. */
 static void drive(fz *f, long total) {
   int (*pause_fn)(void) = (int (*)(void))rp_host_sym("collprof_pause");
   int (*resume_fn)(void) = (int (*)(void))rp_host_sym("collprof_resume");
