@@ -53,11 +53,13 @@ static void chunk_retire(cp_slot *c, uint32_t nslots) {
  * found it with `collprof-replay --synthetic fuzz`: a stale KernelCh
  * parent of a finalized communicator while another thread inits one).
  * What such a read finds is generation 0, which no handle carries, until
- * the new pool hands the slot out; after that a late handle of the
- * finalized communicator whose generation and path happen to match is
- * taken for the new slot's parent (its hold or reference then counts
- * there).  NCCL sends no event of a communicator it finalized; the fuzz
- * does, and only the counts of such a parent could go wrong, never memory. */
+ * the new pool hands the slot out.  Only a read that found the chunk
+ * before the release can get here (a released pool has no chunks to
+ * find); if it then reads a slot the new pool handed out meanwhile whose
+ * generation and path match its handle, it takes that slot for its
+ * parent and its hold or reference counts there.  NCCL sends no event of
+ * a communicator it is finalizing; the fuzz does, and only the counts of
+ * such a parent could go wrong, never memory. */
 static void chunk_zero(cp_slot *c, uint32_t nslots) {
   uint64_t *w = (uint64_t *)(void *)c;
   const size_t n = (size_t)nslots * sizeof *c / sizeof *w;
