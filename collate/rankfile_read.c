@@ -27,18 +27,66 @@ uint64_t cp_json_u64str(json_t *o, const char *key) {
   return 0;
 }
 
-/* One line as JSON.  A number past the 64-bit signed range (an unsigned
- * value from NCCL, such as a Coll's seq or a ProxyStep's transSize, that
- * jansson cannot hold as an integer) does not cost the whole line: it is
- * read again with its integers as reals, which every reader here takes
- * (exact below 2^53). */
+/* An integer token past INT64_MAX: 19 digits above "9223372036854775807", or
+ * 20 or more (a minus sign makes it a number jansson refuses too, kept). */
+static int past_i64(const char *d, size_t n) {
+  return n > 19 || (n == 19 && memcmp(d, "9223372036854775807", 19) > 0);
+}
+
+/* One line as JSON.  An unsigned 64-bit value past INT64_MAX (a path's
+ * bytes or GPU time summed from what NCCL handed over, a Coll's seq, a
+ * transSize), which the plugin writes as it is, is more than jansson holds
+ * as an integer: such a line is parsed again with those numbers quoted,
+ * so that they arrive as decimal strings, exact (u64() and
+ * cp_json_u64str read them), rather than costing the line. */
 static json_t *load_line(const char *s, size_t len, json_error_t *err) {
   json_t *o = json_loadb(s, len, 0, err);
-  if (!o && strstr(err->text, "too big integer")) o = json_loadb(s, len, JSON_DECODE_INT_AS_REAL, err);
+  if (o || !strstr(err->text, "too big integer")) return o;
+  char *q = malloc(len * 2 + 1);   /* at worst every other byte gains a quote */
+  if (!q) return NULL;
+  size_t n = 0;
+  int in_str = 0;
+  for (size_t i = 0; i < len;) {
+    const char c = s[i];
+    if (in_str) {
+      q[n++] = c;
+      if (c == '\\' && i + 1 < len) q[n++] = s[++i];
+      else if (c == '"') in_str = 0;
+      i++;
+    } else if (c == '"') {
+      in_str = 1;
+      q[n++] = s[i++];
+    } else if (c >= '0' && c <= '9') {
+      size_t j = i;
+      while (j < len && s[j] >= '0' && s[j] <= '9') j++;
+      const int integer = j >= len || (s[j] != '.' && s[j] != 'e' && s[j] != 'E');
+      const int big = integer && (i == 0 || s[i - 1] != '-') && past_i64(s + i, j - i);
+      if (big) q[n++] = '"';
+      memcpy(q + n, s + i, j - i);
+      n += j - i;
+      if (big) q[n++] = '"';
+      i = j;
+    } else {
+      q[n++] = s[i++];
+    }
+  }
+  o = json_loadb(q, n, 0, err);
+  free(q);
   return o;
 }
 
-static uint64_t u64(json_t *o, const char *k) { int64_t v = cp_json_i64(o, k); return v < 0 ? 0 : (uint64_t)v; }
+/* A count or sum: an integer, a decimal string (load_line's quoted form),
+ * or a real; 0 where negative or absent. */
+static uint64_t u64(json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  if (json_is_string(v)) return strtoull(json_string_value(v), NULL, 10);
+  if (json_is_real(v)) {
+    const double d = json_real_value(v);
+    return d > 0 && d < 18446744073709551616.0 ? (uint64_t)d : 0;
+  }
+  const int64_t i = cp_json_i64(o, k);
+  return i < 0 ? 0 : (uint64_t)i;
+}
 
 static const char *str(json_t *o, const char *k) {
   const char *s = json_string_value(json_object_get(o, k));

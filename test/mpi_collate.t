@@ -193,8 +193,20 @@ ok "nofin_graph: counters and frozen masks = rank records" "${CHK[@]}" counters 
 is "$(python3 -c 'import json,sys; print(sum(g["nranks"] for g in json.load(open(sys.argv[1]))["mask_frozen"]))' "$T/nofin_graph/summary.json")" \
    2 "nofin_graph: two processes listed as frozen"
 
+# ---- fuzz: random misuse on 2 ranks (replay_synth_fuzz.c), then the
+# collation at MPI_Finalize over thousands of random paths ----
+mpirun_case fuzz 2 COLLPROF_FUZZ_SEED=3 -- "$REPLAY" --mpi --plugin "$LIB/libcollprof.so" --synthetic fuzz --threads 3 --count 20000
+is "$(grep -v '^collprof: \|^collprof-replay: ' "$T/fuzz.out" | head -n 3)" "" "fuzz: every output line is collprof's"
+ok "fuzz: summary.json and the rank files parse" python3 -c '
+import json, sys
+json.load(open(sys.argv[1]))
+for f in sys.argv[2:]:
+    for l in open(f, "rb"): json.loads(l)' "$T/fuzz/summary.json" "$T"/fuzz/rank*.jsonl
+ok "fuzz: reductions = rank files" "${CHK[@]}" reduce "$T/fuzz"
+ok "fuzz: run counters = rank records" "${CHK[@]}" counters "$T/fuzz"
+
 # ---- offline = online, number for number ----
-for name in np4 threads collide; do
+for name in np4 threads collide fuzz; do
   mkdir -p "$T/off_$name"
   cp "$T/$name"/rank*.jsonl "$T/off_$name/"
   hb=()
