@@ -193,9 +193,9 @@ ok "nofin_graph: counters and frozen masks = rank records" "${CHK[@]}" counters 
 is "$(python3 -c 'import json,sys; print(sum(g["nranks"] for g in json.load(open(sys.argv[1]))["mask_frozen"]))' "$T/nofin_graph/summary.json")" \
    2 "nofin_graph: two processes listed as frozen"
 
-# ---- fuzz: random misuse on 2 ranks (replay_synth_fuzz.c), then the
+# ---- fuzz: random misuse on 3 ranks (replay_synth_fuzz.c), then the
 # collation at MPI_Finalize over thousands of random paths ----
-mpirun_case fuzz 2 COLLPROF_FUZZ_SEED=3 -- "$REPLAY" --mpi --plugin "$LIB/libcollprof.so" --synthetic fuzz --threads 3 --count 20000
+mpirun_case fuzz 3 COLLPROF_FUZZ_SEED=3 -- "$REPLAY" --mpi --plugin "$LIB/libcollprof.so" --synthetic fuzz --threads 3 --count 20000
 is "$(grep -v '^collprof: \|^collprof-replay: ' "$T/fuzz.out" | head -n 3)" "" "fuzz: every output line is collprof's"
 ok "fuzz: summary.json and the rank files parse" python3 -c '
 import json, sys
