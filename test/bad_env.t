@@ -15,10 +15,11 @@ export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
 unset NCCL_PROFILER_PLUGIN COLLPROF_PERIODS COLLPROF_TRACE COLLPROF_OUTPUT_DIR
 CAP=$FIX/ar_nvlink/p0.jsonl
 # A value the launch timer does not understand leaves it at its default,
-# on, and the capture's streams are another process's: on a GPU host the
-# real libcuda crashes on them (collprof-replay only defaults the timer to
-# off).  The stand-in libcuda (test/fakecuda, as launch_timer.t) takes any
-# stream, so the LAUNCH variables' bad values are tried on every host.
+# on (collprof-replay only defaults it to off).  With the real libcuda of
+# a GPU host it would skip every launch (no CUDA context in the replay:
+# src/launch_timer.c), and without one it never starts; the stand-in
+# libcuda (test/fakecuda, as launch_timer.t) has a context and takes any
+# stream, so the LAUNCH variables' bad values drive the timer on every host.
 export LD_LIBRARY_PATH="$LIB/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # the variables plugin and MPI layer read (src/, mpi_wrap/), the loader's

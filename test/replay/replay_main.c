@@ -71,10 +71,12 @@ int main(int argc, char **argv) {
   }
   if (!synth && !nfiles) { usage(); return 2; }
   /* The streams a capture recorded (another process's) and the synthetic
-   * ones are no CUDA streams of this process: on a host with a GPU the
-   * launch timer (src/launch_timer.h) hands them to libcuda, which
-   * crashes on them (the fuzz did, on an H200 host).  Off unless asked for,
-   * as test/launch_timer.t does with its stand-in libcuda. */
+   * ones are no CUDA streams of this process.  The launch timer no longer
+   * hands them to libcuda without a current context (which crashed on them
+   * under the fuzz on an H200 host; src/launch_timer.c), but it would
+   * count every launch skipped, so a replay's counters would differ
+   * between hosts with and without a GPU.  Off unless asked for, as
+   * test/launch_timer.t does with its stand-in libcuda. */
   setenv("COLLPROF_LAUNCH_SAMPLE", "0", 0);
   if (mpi < 0) mpi = rp_mpi_launched();
   int rank = -1, size = 0;
