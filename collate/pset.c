@@ -289,9 +289,17 @@ static int mhost_cmp(const void *x, const void *y) {
   const cp_mhost *a = x, *b = y;
   return bytes_cmp(a->name, a->len, b->name, b->len);
 }
+/* A total order, not by id alone: ranks that disagree on an id's size or
+ * name (misuse, or ids colliding across jobs' captures) keep the smallest
+ * description, whatever order the inputs came in.  qsort is not stable, and
+ * the tree collation and an offline one meet the same ranks in different
+ * orders, so an id-only order made their summaries differ. */
 static int mcomm_cmp(const void *x, const void *y) {
   const cp_mcomm *a = x, *b = y;
-  return a->comm_id < b->comm_id ? -1 : a->comm_id > b->comm_id;
+  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
+  if (a->nranks != b->nranks) return a->nranks < b->nranks ? -1 : 1;
+  if (a->nnodes != b->nnodes) return a->nnodes < b->nnodes ? -1 : 1;
+  return bytes_cmp(a->name, a->nlen, b->name, b->nlen);
 }
 /* sort and combine equal entries in place; returns the new count */
 static size_t hosts_unique(cp_mhost *h, size_t n) {
