@@ -148,9 +148,14 @@ collbench: $(B)/obj/mpi_wrap/tree_collate.o $(B)/obj/libcollate.a
 deps:
 	@bash share/install-deps.sh
 
+# A failing check's lines and their first diagnostics are gathered by
+# test/tap.sh into $(B)/check-failures.log and repeated at the end, where
+# a CI log's tail shows them (prove prints only the failing numbers).
 check: deps
 	@$(MAKE) --no-print-directory all
-	COLLPROF_BUILD=$(B) SAN=$(SAN) prove $(PROVE_FLAGS) test/*.t
+	@rm -f $(B)/check-failures.log
+	COLLPROF_BUILD=$(B) SAN=$(SAN) COLLPROF_FAIL_LOG=$(abspath $(B))/check-failures.log prove $(PROVE_FLAGS) test/*.t || \
+	  { echo "== failed checks ($(B)/check-failures.log)"; head -n 80 $(B)/check-failures.log 2>/dev/null; exit 1; }
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -19,12 +19,27 @@ _tap_n=0
 _tap_fail=0
 plan() { echo "1..$1"; }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+# COLLPROF_FAIL_LOG (make check sets it): each failure and its first
+# diagnostic lines are also appended there, since prove shows neither.
+_tap_faillog() { [ -n "${COLLPROF_FAIL_LOG:-}" ] && cut -c 1-300 >>"$COLLPROF_FAIL_LOG" 2>/dev/null; return 0; }
 _tap_report() { # status name
   _tap_n=$((_tap_n + 1))
-  if [ "$1" -eq 0 ]; then echo "ok $_tap_n - $2"; else echo "not ok $_tap_n - $2"; _tap_fail=$((_tap_fail + 1)); fi
+  if [ "$1" -eq 0 ]; then echo "ok $_tap_n - $2"; else
+    echo "not ok $_tap_n - $2"; _tap_fail=$((_tap_fail + 1))
+    echo "$(basename "$0") $_tap_n: $2" | _tap_faillog
+  fi
 }
-ok() { local name=$1; shift; "$@" >"$T/.out" 2>&1; local rc=$?; _tap_report $rc "$name"; [ $rc -eq 0 ] || sed 's/^/# /' "$T/.out" | head -n 30; return 0; }
-is() { if [ "$1" == "$2" ]; then _tap_report 0 "$3"; else _tap_report 1 "$3"; echo "#   got:      '$1'"; echo "#   expected: '$2'"; fi; }
+ok() {
+  local name=$1; shift; "$@" >"$T/.out" 2>&1; local rc=$?; _tap_report $rc "$name"
+  if [ $rc -ne 0 ]; then sed 's/^/# /' "$T/.out" | head -n 30; sed 's/^/    /' "$T/.out" | head -n 8 | _tap_faillog; fi
+  return 0
+}
+is() {
+  if [ "$1" == "$2" ]; then _tap_report 0 "$3"; else
+    _tap_report 1 "$3"; echo "#   got:      '$1'"; echo "#   expected: '$2'"
+    printf '    got:      %s\n    expected: %s\n' "${1:0:200}" "${2:0:200}" | _tap_faillog
+  fi
+}
 skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n # SKIP $*"; }
 diag() { echo "# $*"; }
 # One TAP result per "ok - NAME" / "FAIL - NAME" line a checker script

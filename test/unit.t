@@ -20,6 +20,7 @@ for bin in "${bins[@]}"; do
     _tap_report 1 "$name (exit $rc)"
     # on stderr too, so that prove shows which check failed without -v
     printf '%s\n' "$out" | grep -A3 '^not ok' | sed 's/^/# /' | head -n 40 >&2
+    printf '%s\n' "$out" | grep -A2 '^not ok' | sed 's/^/    /' | head -n 8 | _tap_faillog
     sed 's/^/# stderr: /' "$T/$name.err" | head -n 20 | tee /dev/stderr
   fi
 done
