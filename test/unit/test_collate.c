@@ -2,7 +2,8 @@
  * test_collate.c — unit tests of collate/ (MPI-free collation) on synthetic
  * ranks: global ids are positions in the (hash, string) order, numbers
  * combine exactly, a path missing on a rank is not a zero, collisions stay
- * two paths, merging is order-independent, packing round-trips, the
+ * two paths, merging is order-independent (also over random ranks and
+ * random merge trees), packing round-trips, the
  * reader survives damaged lines.  Expected values are computed here from
  * the inputs, not typed in.
  */
@@ -49,6 +50,64 @@ static void mk_rank(cp_rank_data *r, int rank, const spec *sp, size_t n) {
 static const cp_gpath *find(const cp_summary *s, const char *path) {
   for (size_t i = 0; i < s->npaths; i++) if (!strcmp(s->paths[i].path, path)) return &s->paths[i];
   return NULL;
+}
+
+/* Random ranks for the order-independence check below: paths from a pool
+ * of 12 names whose hashes collide in fives, communicators 77 and 78 that
+ * ranks describe differently, hosts, frozen masks, in-situ or start-up
+ * cost figures.  xorshift64, seeded: the same ranks every run. */
+static uint64_t rnd_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) {
+  rnd_state ^= rnd_state << 13; rnd_state ^= rnd_state >> 7; rnd_state ^= rnd_state << 17;
+  return rnd_state;
+}
+static void mk_random_rank(cp_rank_data *r, int rank) {
+  static const char *names[12] = {"P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11"};
+  static const char *cnames[3] = {"world", "split", "x"};
+  static const char *why[3] = {"", "CUDA graph capture seen, KernelCh off", "NCCL calls from a second thread, KernelCh on"};
+  spec sp[12];
+  size_t n = 0;
+  for (int i = 0; i < 12; i++)
+    if (rnd() % 3) sp[n++] = (spec){names[i], (uint64_t)(i % 5) + 1, 1 + rnd() % 50, 1 + rnd() % 100000};
+  mk_rank(r, rank, sp, n);
+  r->world_size = 6;
+  snprintf(r->host, sizeof r->host, "host%d", (int)(rnd() % 3));
+  snprintf(r->mask_frozen, sizeof r->mask_frozen, "%s", why[rnd() % 3]);
+  r->events_counted = rnd() % 1000;
+  if (rnd() % 2) {
+    r->cost_windows = 1 + rnd() % 9; r->cost_callbacks = 1 + rnd() % 5000;
+    r->cost_est_ns = rnd() % 10000000; r->cost_err_ns = (int64_t)(rnd() % 1000000);
+  }
+  r->cost_setup_ns = rnd() % 100000;
+  r->ncomms = 1 + rnd() % 3;
+  r->comms = calloc(r->ncomms, sizeof *r->comms);
+  for (size_t i = 0; i < r->ncomms; i++) {
+    cp_comm_rec *c = &r->comms[i];
+    c->comm_id = 77 + rnd() % 2; c->nranks = 2 + (int)(rnd() % 3); c->nnodes = 1 + (int)(rnd() % 2);
+    c->events = rnd() % 10000;
+    snprintf(c->comm_name, sizeof c->comm_name, "%s", cnames[rnd() % 3]);
+  }
+}
+/* Merges the sets of ranks r[0..n) in a random tree (random groups of 2-4,
+ * as the MPI tree's children arrive in any order) into *out; 0 on success. */
+static int merge_random_tree(const cp_rank_data *r, size_t n, cp_pbuf *out) {
+  cp_pbuf live[8], in[4];
+  size_t nl = 0;
+  for (size_t i = 0; i < n; i++)
+    if (cp_pset_from_rank(&r[i], 64, &live[nl++], NULL)) return -1;
+  while (nl > 1) {
+    size_t k = 2 + rnd() % 3;
+    if (k > nl) k = nl;
+    for (size_t j = 0; j < k; j++) {          /* take k at random */
+      size_t x = rnd() % nl;
+      in[j] = live[x]; live[x] = live[--nl];
+    }
+    if (cp_pset_merge(in, k, NULL, &live[nl], 0, NULL, NULL, NULL)) return -1;
+    nl++;
+    for (size_t j = 0; j < k; j++) cp_pbuf_free(&in[j]);
+  }
+  *out = live[0];
+  return 0;
 }
 
 int main(void) {
@@ -274,6 +333,31 @@ int main(void) {
     ok(cp_pset_count(abc1.p, 7, &np, NULL) != 0, "truncated header rejected");
     for (int i = 0; i < 3; i++) cp_pbuf_free(&m[i]);
     cp_pbuf_free(&ab); cp_pbuf_free(&bc); cp_pbuf_free(&abc1); cp_pbuf_free(&abc2); cp_pbuf_free(&abc3);
+  }
+
+  /* Random order independence: 6 random ranks, 40 random merge trees, all
+   * byte for byte the k-way merge in rank order (what an offline collation
+   * does; the MPI tree's children arrive in any order). */
+  {
+    cp_run rr = {0};
+    rr.nranks = 6;
+    rr.ranks = calloc(6, sizeof *rr.ranks);
+    for (int i = 0; i < 6; i++) mk_random_rank(&rr.ranks[i], i);
+    cp_pbuf m[6], ref;
+    for (int i = 0; i < 6; i++) cp_pset_from_rank(&rr.ranks[i], 64, &m[i], NULL);
+    int same = cp_pset_merge(m, 6, NULL, &ref, 0, NULL, NULL, NULL) == 0, trees = 0;
+    for (int t = 0; t < 40 && same; t++) {
+      cp_pbuf o;
+      if (merge_random_tree(rr.ranks, 6, &o)) { same = 0; break; }
+      same = o.len == ref.len && !memcmp(o.p, ref.p, o.len);
+      if (!same) printf("# tree %d differs (%zu bytes against %zu)\n", t, (size_t)o.len, (size_t)ref.len);
+      cp_pbuf_free(&o);
+      trees++;
+    }
+    ok(same && trees == 40, "40 random merge trees of 6 random ranks = the k-way merge, byte for byte");
+    for (int i = 0; i < 6; i++) cp_pbuf_free(&m[i]);
+    cp_pbuf_free(&ref);
+    cp_run_free(&rr);
   }
 
   /* hash truncation forces collisions */
