@@ -20,37 +20,13 @@
 . "$(dirname "$0")/tap.sh"
 
 [ -n "${SAN:-}" ] && skip_all "mpirun with a preloaded library is not run under sanitizers"
-MPILIB=$LIB/libcollprof-mpi.so
-REPLAY=$BIN/collprof-replay
-COLLATE=$BIN/collprof-collate
-for f in "$MPILIB" "$REPLAY" "$COLLATE"; do [ -e "$f" ] || skip_all "no $f (make first)"; done
-command -v mpirun >/dev/null || skip_all "no mpirun"
-command -v python3 >/dev/null || skip_all "no python3"
-ls "$FIX"/ag4_net/p*.jsonl >/dev/null 2>&1 || skip_all "no fixtures in $FIX"
-unset NCCL_PROFILER_PLUGIN COLLPROF_PERIODS COLLPROF_TRACE COLLPROF_POOL_SIZE COLLPROF_HASH_BITS COLLPROF_RANK_LOGS
-export COLLPROF_QUIET=1 COLLPROF_GPU_SAMPLE=1 NCCL_PROFILE_EVENT_MASK=4095
-CHK=(python3 "$TOP/test/mpi_collate_check.py")
+need_mpi_collate
 
 # oracle per capture file, computed once
 oracle() { # FILE -> path of its oracle json
   local o=$T/oracle_$(basename "$(dirname "$1")")_$(basename "$1" .jsonl).json
   [ -e "$o" ] || python3 "$TOP/test/oracle.py" "$1" >"$o"
   echo "$o"
-}
-
-# mpirun_case NAME NP ENV... -- PROGRAM ARGS...: runs into $T/NAME
-mpirun_case() {
-  local name=$1 np=$2; shift 2
-  local envs=()
-  while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
-  shift
-  rm -rf "$T/$name"
-  COLLPROF_OUTPUT_DIR=$T/$name timeout 120 "${MPIRUN[@]}" -np "$np" -x COLLPROF_OUTPUT_DIR -x COLLPROF_QUIET \
-    -x COLLPROF_GPU_SAMPLE -x NCCL_PROFILE_EVENT_MASK "${envs[@]}" -x LD_PRELOAD="$MPILIB" "$@" \
-    >"$T/$name.out" 2>&1
-  local rc=$?
-  is "$rc" 0 "$name: mpirun exits 0"
-  [ $rc -eq 0 ] || sed 's/^/#   /' "$T/$name.out" | tail -n 15
 }
 
 # check_run NAME NP FILES...: the standard checks of a replay run

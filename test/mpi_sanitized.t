@@ -16,13 +16,7 @@
 . "$(dirname "$0")/tap.sh"
 
 [ -n "${SAN:-}" ] || skip_all "runs under SAN=address or SAN=thread (plain builds: mpi_collate.t)"
-MPILIB=$LIB/libcollprof-mpi.so
-REPLAY=$BIN/collprof-replay
-COLLATE=$BIN/collprof-collate
-for f in "$MPILIB" "$REPLAY" "$COLLATE"; do [ -e "$f" ] || skip_all "no $f (make SAN=$SAN first)"; done
-command -v mpirun >/dev/null || skip_all "no mpirun"
-command -v python3 >/dev/null || skip_all "no python3"
-ls "$FIX"/ag4_net/p*.jsonl >/dev/null 2>&1 || skip_all "no fixtures in $FIX"
+need_mpi_collate
 case $SAN in
   address) rtname=libasan.so ;;
   thread) rtname=libtsan.so ;;
@@ -32,28 +26,19 @@ RT=$(${CC:-gcc} -print-file-name=$rtname)
 RT=$(readlink -f "$RT" 2>/dev/null)
 [ -e "$RT" ] || skip_all "no $rtname from ${CC:-gcc}"
 
-unset NCCL_PROFILER_PLUGIN COLLPROF_PERIODS COLLPROF_TRACE COLLPROF_POOL_SIZE COLLPROF_HASH_BITS COLLPROF_RANK_LOGS
-export COLLPROF_QUIET=1 COLLPROF_GPU_SAMPLE=1 NCCL_PROFILE_EVENT_MASK=4095
 # leaks: Open MPI's own allocations at exit are not collprof's
 export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-CHK=(python3 "$TOP/test/mpi_collate_check.py")
 REPORT='ERROR: AddressSanitizer|runtime error|WARNING: ThreadSanitizer|ThreadSanitizer:|LeakSanitizer|segmentation|core dumped|exited on signal'
 
-# run NAME NP ENV... -- PROGRAM ARGS...: one mpirun into $T/NAME, its checks
+PRELOAD="$RT $MPILIB"
+MPI_TIMEOUT=300
+
+# run NAME NP ENV... -- PROGRAM ARGS...: mpirun_case (tap.sh), then checks
 run() {
   local name=$1 np=$2; shift 2
-  local envs=()
-  while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
-  shift
-  rm -rf "$T/$name"
-  COLLPROF_OUTPUT_DIR=$T/$name timeout 300 "${MPIRUN[@]}" -np "$np" -x COLLPROF_OUTPUT_DIR -x COLLPROF_QUIET \
-    -x COLLPROF_GPU_SAMPLE -x NCCL_PROFILE_EVENT_MASK -x ASAN_OPTIONS -x UBSAN_OPTIONS -x TSAN_OPTIONS \
-    "${envs[@]}" -x LD_PRELOAD="$RT $MPILIB" "$@" >"$T/$name.out" 2>&1
-  local rc=$?
-  is "$rc" 0 "$name: mpirun exits 0 under SAN=$SAN"
-  [ $rc -eq 0 ] || sed 's/^/#   /' "$T/$name.out" | tail -n 15
+  mpirun_case "$name" "$np" ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS "$@"
   is "$(grep -icE "$REPORT" "$T/$name.out")" 0 "$name: no sanitizer report, no crash"
   grep -iE -m 5 -A 8 "$REPORT" "$T/$name.out" | sed 's/^/#   /'
   ok "$name: summary.json, summary.log and every rank-file line parse" python3 -c '

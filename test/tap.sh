@@ -69,6 +69,40 @@ need_replay_collate() {
   command -v python3 >/dev/null || skip_all "no python3"
   ls "$FIX"/ar_nvlink/p0.jsonl >/dev/null 2>&1 || skip_all "no fixtures in $FIX"
 }
+# Tests of the MPI collation (mpi_collate.t, mpi_sanitized.t): the MPI
+# layer, the replay and the collation tool built, mpirun, python3 and the
+# captures, else skip the whole test (sets MPILIB, REPLAY, COLLATE, CHK);
+# a clean environment, every event type on every call.
+need_mpi_collate() {
+  MPILIB=$LIB/libcollprof-mpi.so
+  REPLAY=$BIN/collprof-replay
+  COLLATE=$BIN/collprof-collate
+  local f
+  for f in "$MPILIB" "$REPLAY" "$COLLATE"; do [ -e "$f" ] || skip_all "no $f (make${SAN:+ SAN=$SAN} first)"; done
+  command -v mpirun >/dev/null || skip_all "no mpirun"
+  command -v python3 >/dev/null || skip_all "no python3"
+  ls "$FIX"/ag4_net/p*.jsonl >/dev/null 2>&1 || skip_all "no fixtures in $FIX"
+  unset NCCL_PROFILER_PLUGIN COLLPROF_PERIODS COLLPROF_TRACE COLLPROF_POOL_SIZE COLLPROF_HASH_BITS COLLPROF_RANK_LOGS
+  export COLLPROF_QUIET=1 COLLPROF_GPU_SAMPLE=1 NCCL_PROFILE_EVENT_MASK=4095
+  CHK=(python3 "$TOP/test/mpi_collate_check.py")
+}
+# mpirun_case NAME NP ENV... -- PROGRAM ARGS...: one mpirun into $T/NAME
+# (its output in $T/NAME.out) with need_mpi_collate's environment and ENV
+# (NAME=VALUE, or NAME for its value here), LD_PRELOAD=$PRELOAD (default
+# $MPILIB), at most $MPI_TIMEOUT seconds (120); one check: it exits 0.
+mpirun_case() {
+  local name=$1 np=$2; shift 2
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
+  shift
+  rm -rf "$T/$name"
+  COLLPROF_OUTPUT_DIR=$T/$name timeout "${MPI_TIMEOUT:-120}" "${MPIRUN[@]}" -np "$np" -x COLLPROF_OUTPUT_DIR \
+    -x COLLPROF_QUIET -x COLLPROF_GPU_SAMPLE -x NCCL_PROFILE_EVENT_MASK "${envs[@]}" \
+    -x LD_PRELOAD="${PRELOAD:-$MPILIB}" "$@" >"$T/$name.out" 2>&1
+  local rc=$?
+  is "$rc" 0 "$name: mpirun exits 0${SAN:+ under SAN=$SAN}"
+  [ $rc -eq 0 ] || sed 's/^/#   /' "$T/$name.out" | tail -n 15
+}
 # Whether a test may run "${MPIRUN[@]}" with LIB preloaded: not under a
 # sanitizer (a sanitized library preloaded into mpirun's children), and
 # with mpirun and LIB there; else one skip and status 1.
