@@ -201,7 +201,10 @@ typedef struct collprof_snapshot {
 } collprof_snapshot;
 
 /* Fill *out with a consistent copy of the local profile.  Returns 0 on
- * success.  Release with collprof_snapshot_free. */
+ * success.  Release with collprof_snapshot_free.  Once MPI_Finalize has
+ * begun under the MPI layer (collprof_set_mpi_managed), the run has ended:
+ * every snapshot is a copy of the first one taken then, the one the
+ * summary is collated from. */
 int collprof_snapshot_take(collprof_snapshot *out);
 void collprof_snapshot_free(collprof_snapshot *s);
 

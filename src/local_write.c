@@ -369,6 +369,10 @@ void cp_local_atexit(void) {
    * writes when that did not happen or when something changed since. */
   collprof_write_local();
   cp_capture_close();
+  const uint64_t late = cp_snapshot_events_after_end ? cp_snapshot_events_after_end() : 0;
+  if (late)
+    cp_warn("%" PRIu64 " NCCL events came after MPI_Finalize began: they are in the trace, "
+            "not in the rank file's numbers or the summary", late);
 }
 
 #pragma GCC visibility pop

@@ -21,4 +21,9 @@ void cp_output_get_identity(int *world_rank, int *world_size) __attribute__((wea
  * callback is ignored (one warning, counted in badCalls).  Idempotent. */
 void cp_plugin_stop(void);
 
+/* Implemented by the core (snapshot.c), called at exit: events recorded or
+ * counted since the snapshot the run was collated from (MPI_Finalize's
+ * first), which are in the trace but in no number; 0 without one. */
+uint64_t cp_snapshot_events_after_end(void) __attribute__((weak));
+
 #endif

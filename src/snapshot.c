@@ -7,7 +7,10 @@
  * under its lock for live slots (unterminated events) and for GPU spans
  * still pending in slots (accounted here read-only, so taking a snapshot
  * twice changes nothing).  Strings point into tables that are never freed.
+ * Once MPI_Finalize has begun, the first snapshot is kept and later ones
+ * are its copies: the run ends there (below, before collprof_snapshot_take).
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -197,8 +200,8 @@ static uint64_t run_end_ns(void) {
   return atomic_compare_exchange_strong(&frozen, &zero, now) ? now : zero;
 }
 
-CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
-  if (!out) return -1;
+/* Everything the core measured, now. */
+static int take_live(collprof_snapshot *out) {
   cp_defer_flush();   /* recorded proxy-thread callbacks count */
   memset(out, 0, sizeof *out);
   const cp_config *cfg = cp_config_get();
@@ -320,6 +323,79 @@ CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
   snprintf(out->mask_frozen, sizeof out->mask_frozen, "%s", cp_mask_frozen_text());
   out->memory_bytes = memory + cp_trace_memory_bytes();
   return 0;
+}
+
+/* The run's numbers end where its time ends.  Once the MPI layer manages
+ * the run (MPI_Finalize has begun), the first snapshot is kept and every
+ * later one is a copy of it: the rank file written before the collation,
+ * the one rewritten with global ids after it, the one rewritten at exit
+ * and the online summary then carry the same numbers, however many
+ * callbacks NCCL's threads still make meanwhile (a watchdog thread, a
+ * communicator destroyed after MPI_Finalize, a proxy thread's last
+ * stops).  Before, each took its own and they disagreed: the fuzz with
+ * MPI_Finalize called while its threads went on (COLLPROF_FUZZ_SHUTDOWN=
+ * mpi) had reductions, counters and the offline collation differ from the
+ * summary.  Later events still reach the trace; cp_snapshot_events_after_end
+ * counts them for the line at exit. */
+static pthread_mutex_t g_kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static collprof_snapshot g_kept;   /* under g_kept_mu */
+static int g_have_kept;
+
+static uint64_t events_now(void) {
+  uint64_t n = 0;
+  for (cp_thr *t = cp_thr_all(); t; t = t->next) n += cp_ld(&t->events) + cp_ld(&t->counted);
+  return n;
+}
+
+/* A deep copy (the size-class tables are the only owned parts); 0 on
+ * success, else dst is empty. */
+static int snapshot_copy(collprof_snapshot *dst, const collprof_snapshot *src) {
+  *dst = *src;
+  dst->paths = calloc(src->npaths ? src->npaths : 1, sizeof *dst->paths);
+  dst->comms = calloc(src->ncomms ? src->ncomms : 1, sizeof *dst->comms);
+  int ok = dst->paths && dst->comms;
+  if (ok) {
+    memcpy(dst->paths, src->paths, src->npaths * sizeof *dst->paths);
+    memcpy(dst->comms, src->comms, src->ncomms * sizeof *dst->comms);
+    for (size_t i = 0; i < src->npaths; i++) {
+      if (!src->paths[i].gpu_classes) continue;
+      cp_gcls *g = malloc(sizeof *g);
+      if (g) memcpy(g, src->paths[i].gpu_classes, sizeof *g);
+      else ok = 0;
+      dst->paths[i].gpu_classes = g;
+    }
+  }
+  if (!ok) {
+    collprof_snapshot_free(dst);
+    memset(dst, 0, sizeof *dst);
+    return -1;
+  }
+  return 0;
+}
+
+CP_EXPORT int collprof_snapshot_take(collprof_snapshot *out) {
+  if (!out) return -1;
+  if (!cp_output_mpi_managed()) return take_live(out);
+  pthread_mutex_lock(&g_kept_mu);
+  int rc = 0;
+  if (!g_have_kept) {
+    rc = take_live(&g_kept);
+    if (rc == 0) g_have_kept = 1;
+    else { collprof_snapshot_free(&g_kept); memset(&g_kept, 0, sizeof g_kept); }
+  }
+  if (rc == 0) rc = snapshot_copy(out, &g_kept);
+  pthread_mutex_unlock(&g_kept_mu);
+  if (rc) memset(out, 0, sizeof *out);
+  return rc;
+}
+
+uint64_t cp_snapshot_events_after_end(void) {
+  pthread_mutex_lock(&g_kept_mu);
+  const int have = g_have_kept;
+  const uint64_t then = g_kept.events_recorded + g_kept.events_counted;
+  pthread_mutex_unlock(&g_kept_mu);
+  const uint64_t now = have ? events_now() : 0;
+  return now > then ? now - then : 0;
 }
 
 CP_EXPORT void collprof_snapshot_free(collprof_snapshot *s) {

@@ -10,7 +10,8 @@
 #   - replays of the captures on 4 ranks, on 2 ranks with several
 #     communicators per process, and with forced hash collisions
 #   - the fuzz (replay_synth_fuzz.c) on 3 ranks: random misuse on 3 threads
-#     per rank, then the collation over thousands of random paths
+#     per rank, then the collation over thousands of random paths; and with
+#     MPI_Finalize (the collation) while those threads go on calling
 # Each: mpirun exits 0, no sanitizer report, every output parses,
 # reductions and run counters = rank files, offline summary = online.
 . "$(dirname "$0")/tap.sh"
@@ -66,6 +67,8 @@ run threads 2 -- "$REPLAY" "$FIX"/ar4_threads/p*.jsonl
 run collide 2 COLLPROF_HASH_BITS=4 -- "$REPLAY" "$FIX"/ar_net/p*.jsonl
 ok "collide: collisions kept apart and reported" "${CHK[@]}" collisions "$T/collide" 4
 run fuzz 3 COLLPROF_FUZZ_SEED=3 COLLPROF_HOST_SAMPLE=auto -- "$REPLAY" --mpi --plugin "$LIB/libcollprof.so" \
+  --synthetic fuzz --threads 3 --count 10000
+run fuzz_fin 3 COLLPROF_FUZZ_SEED=5 COLLPROF_FUZZ_SHUTDOWN=mpi -- "$REPLAY" --mpi --plugin "$LIB/libcollprof.so" \
   --synthetic fuzz --threads 3 --count 10000
 ok "fuzz: misuse was counted (bad_calls > 0)" python3 -c '
 import json, sys

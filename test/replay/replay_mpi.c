@@ -21,6 +21,13 @@ int rp_mpi_init(int *argc, char ***argv, int *rank, int *size) {
   return 0;
 }
 
+int rp_mpi_active(void) {
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  return init && !fin;
+}
+
 void rp_mpi_finalize(void) {
   int fin = 0;
   MPI_Finalized(&fin);

@@ -5,5 +5,8 @@
 int rp_mpi_launched(void);
 /* MPI_Init; rank and size of MPI_COMM_WORLD.  0 on success. */
 int rp_mpi_init(int *argc, char ***argv, int *rank, int *size);
+/* MPI_Init done and MPI_Finalize not yet. */
+int rp_mpi_active(void);
+/* MPI_Finalize, unless already done (the fuzz may have called it). */
 void rp_mpi_finalize(void);
 #endif

@@ -23,7 +23,9 @@
  * snapshots (collprof_snapshot_take, as MPI_Finalize's collation), and
  * halfway collprof_write_local; with COLLPROF_FUZZ_SHUTDOWN=1 instead
  * collprof_shutdown an eighth of the way, while the threads go on
- * calling (events after shutdown).
+ * calling (events after shutdown); with COLLPROF_FUZZ_SHUTDOWN=mpi under
+ * --mpi, MPI_Finalize there (the MPI layer's snapshot and collation, as
+ * in a job whose NCCL threads, a watchdog say, still call meanwhile).
  *
  * --count N: steps per thread (default 100000); --threads T (default 2).
  * COLLPROF_FUZZ_SEED (default 1): the sequences (each thread one of its
@@ -36,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "replay_synth.h"
+#include "replay_mpi.h"
 #include "collprof.h"
 
 enum { RING = 256, SHARED = 64, NPRIV = 2 };
@@ -232,10 +235,25 @@ static void fz_comm(fz *f) {
 }
 
 static _Atomic long g_steps_done;   /* over all threads */
+/* COLLPROF_FUZZ_SHUTDOWN=mpi: a worker halfway through waits until the
+ * main thread is about to call MPI_Finalize, so that half of every
+ * worker's steps come after it began even where the main thread is
+ * descheduled while the workers run (a loaded 2-core machine: without the
+ * wait, some ranks' workers had finished before their MPI_Finalize). */
+static atomic_int g_fin_wait, g_fin_begun;
 
 static void run(fz *f, long steps) {
+  long counted = 0;   /* steps added to g_steps_done so far */
   for (long s = 0; s < steps; s++) {
-    if ((s & 255) == 255) atomic_fetch_add_explicit(&g_steps_done, 256, memory_order_relaxed);
+    if ((s & 255) == 255) {
+      atomic_fetch_add_explicit(&g_steps_done, s + 1 - counted, memory_order_relaxed);
+      counted = s + 1;
+    }
+    if (s == steps / 2 && atomic_load(&g_fin_wait)) {
+      atomic_fetch_add_explicit(&g_steps_done, s - counted, memory_order_relaxed);
+      counted = s;
+      while (!atomic_load(&g_fin_begun)) usleep(100);
+    }
     const unsigned k = below(f, 1000);
     if (k < 380) fz_start(f);
     else if (k < 620) rp_host_stop(some_handle(f));
@@ -244,7 +262,7 @@ static void run(fz *f, long steps) {
     else if (k < 998) fz_comm(f);
     else rp_host_fini(below(f, 2) ? NULL : (void *)(uintptr_t)rnd(f), 0);   /* foreign finalize */
   }
-  atomic_fetch_add_explicit(&g_steps_done, steps & 255, memory_order_relaxed);   /* the rest: drive sees them all */
+  atomic_fetch_add_explicit(&g_steps_done, steps - counted, memory_order_relaxed);   /* the rest: drive sees them all */
   for (int i = 0; i < NPRIV; i++)
     if (f->priv[i]) rp_host_fini(f->priv[i], 1);
 }
@@ -262,6 +280,7 @@ static void drive(fz *f, long total) {
   void (*shutdown_fn)(void) = (void (*)(void))rp_host_sym("collprof_shutdown");
   const char *s = getenv("COLLPROF_FUZZ_SHUTDOWN");
   const int do_shutdown = s && *s == '1';
+  const int do_finalize = s && !strcmp(s, "mpi") && rp_mpi_active();
   int halfway = 0;
   for (long done; (done = atomic_load_explicit(&g_steps_done, memory_order_relaxed)) < total - 1024;) {
     const unsigned k = below(f, 100);
@@ -271,22 +290,29 @@ static void drive(fz *f, long total) {
       collprof_snapshot sn;
       if (snap_take(&sn) == 0) snap_free(&sn);
     }
-    if (!halfway && done >= (do_shutdown ? total / 8 : total / 2)) {
+    const int early = do_shutdown || do_finalize;
+    if (!halfway && done >= (early ? total / 8 : total / 2)) {
       halfway = 1;
       if (resume_fn) resume_fn();
-      if (!do_shutdown && write_local) write_local();
-      if (do_shutdown && shutdown_fn) {
+      if (!early && write_local) write_local();
+      if (early && (do_finalize || shutdown_fn)) {
         const long d0 = atomic_load(&g_steps_done);
         struct timespec a, b;
         clock_gettime(CLOCK_MONOTONIC, &a);
-        shutdown_fn();   /* writes the local data itself */
+        if (do_finalize) {
+          atomic_store(&g_fin_begun, 1);
+          rp_mpi_finalize();   /* the MPI layer collates */
+        }
+        else shutdown_fn();                   /* writes the local data itself */
         clock_gettime(CLOCK_MONOTONIC, &b);
-        rp_log("fuzz: collprof_shutdown took %.1f ms; the threads made %ld steps meanwhile",
+        rp_log("fuzz: %s took %.1f ms; the threads made %ld steps meanwhile",
+               do_finalize ? "MPI_Finalize" : "collprof_shutdown",
                (b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) * 1e-6, atomic_load(&g_steps_done) - d0);
       }
     }
     usleep(100);
   }
+  atomic_store(&g_fin_begun, 1);   /* a run too short to reach the finalize: release the workers */
   if (resume_fn) resume_fn();
 }
 
@@ -304,6 +330,8 @@ int rp_synth_fuzz(const rp_synth_opts *o) {
   const uint64_t seed = s && *s ? strtoull(s, NULL, 0) : 1;
   for (int i = 0; i < 3; i++)
     rp_host_init(&g_shared_ctx[i], 0xF0210000ull + (uint64_t)i, i ? "fuzz-shared" : "world", 1, 4, i);
+  const char *sd = getenv("COLLPROF_FUZZ_SHUTDOWN");
+  atomic_store(&g_fin_wait, sd && !strcmp(sd, "mpi") && rp_mpi_active());
   fz *fs = calloc((size_t)nt, sizeof *fs);
   pthread_t *th = calloc((size_t)nt, sizeof *th);
   fz_arg *args = calloc((size_t)nt, sizeof *args);
