@@ -302,8 +302,9 @@ static void drive(fz *f, long total) {
         if (do_finalize) {
           atomic_store(&g_fin_begun, 1);
           rp_mpi_finalize();   /* the MPI layer collates */
+        } else {
+          shutdown_fn();       /* writes the local data itself */
         }
-        else shutdown_fn();                   /* writes the local data itself */
         clock_gettime(CLOCK_MONOTONIC, &b);
         rp_log("fuzz: %s took %.1f ms; the threads made %ld steps meanwhile",
                do_finalize ? "MPI_Finalize" : "collprof_shutdown",
