@@ -280,7 +280,7 @@ static void drive(fz *f, long total) {
   void (*shutdown_fn)(void) = (void (*)(void))rp_host_sym("collprof_shutdown");
   const char *s = getenv("COLLPROF_FUZZ_SHUTDOWN");
   const int do_shutdown = s && *s == '1';
-  const int do_finalize = s && !strcmp(s, "mpi") && rp_mpi_active();
+  const int do_finalize = atomic_load(&g_fin_wait);   /* rp_synth_fuzz decided it */
   int halfway = 0;
   for (long done; (done = atomic_load_explicit(&g_steps_done, memory_order_relaxed)) < total - 1024;) {
     const unsigned k = below(f, 100);
