@@ -399,7 +399,8 @@ static int cp_pass2(cp_rankx *x, json_t *j, void *arg) {
     if (pr) {
       fputs("\"path\":", o->f);
       cp_jstr(o->f, pr->path);
-      fprintf(o->f, ",\"pathId\":%" PRId64 ",", x->gid[path]);
+      if (x->gid[path] >= 0) fprintf(o->f, ",\"pathId\":%" PRId64 ",", x->gid[path]);
+      else fputs(",\"pathId\":null,", o->f);
     }
   }
   fputs("\"localPath\":", o->f);
@@ -438,13 +439,21 @@ int cp_export_chrome(const cp_run *run, const cp_summary *s, const char *out) {
     cp_rankx x;
     memset(&x, 0, sizeof x);
     x.r = r, x.s = s, x.off = r->has_clock ? r->clock_offset_ns : 0, x.next_syn = next_syn;
-    /* local path id -> global id */
+    /* local path id -> global id, for the paths of the run and those
+     * first seen after MPI_Finalize began (the summary's id when another
+     * rank had the path, else -1) */
     for (size_t i = 0; i < r->npaths; i++)
       if (r->paths[i].local + (size_t)1 > x.ngid) x.ngid = r->paths[i].local + (size_t)1;
+    for (size_t i = 0; i < r->nlate; i++)
+      if (r->late[i].local + (size_t)1 > x.ngid) x.ngid = r->late[i].local + (size_t)1;
     x.gid = malloc((x.ngid ? x.ngid : 1) * sizeof *x.gid);
     x.prec = calloc(x.ngid ? x.ngid : 1, sizeof *x.prec);
     if (!x.gid || !x.prec) { cp_rankx_free(&x); rc = -1; break; }
     for (size_t i = 0; i < x.ngid; i++) x.gid[i] = INT64_MIN;
+    for (size_t i = 0; i < r->nlate; i++) {
+      x.gid[r->late[i].local] = cp_export_global_id(s, &r->late[i]);
+      x.prec[r->late[i].local] = &r->late[i];
+    }
     for (size_t i = 0; i < r->npaths; i++) {
       x.gid[r->paths[i].local] = cp_export_global_id(s, &r->paths[i]);
       x.prec[r->paths[i].local] = &r->paths[i];

@@ -214,6 +214,21 @@ static void free_paths(cp_path_rec *p, size_t n) {
   for (size_t i = 0; i < n; i++) { free(p[i].path); free(p[i].leaf_func); }
 }
 
+/* p into (*a)[*n] (capacity *cap), replacing a record of the same local
+ * id (a later tail block's); frees p when out of memory. */
+static void add_path(cp_path_rec **a, size_t *n, size_t *cap, cp_path_rec p) {
+  size_t i = 0;
+  while (i < *n && (*a)[i].local != p.local) i++;
+  if (i < *n) { free_paths(&(*a)[i], 1); (*a)[i] = p; return; }
+  if (*n == *cap) {
+    size_t nc = *cap ? 2 * *cap : 64;
+    cp_path_rec *q = realloc(*a, nc * sizeof *q);
+    if (!q) { free_paths(&p, 1); return; }
+    *a = q; *cap = nc;
+  }
+  (*a)[(*n)++] = p;
+}
+
 /* Lines of a file, with the message rule for bad ones. */
 typedef struct { const char *file; FILE *f; char *buf; size_t cap; long line; size_t bad; } lines;
 
@@ -251,7 +266,7 @@ int cp_rankfile_read(const char *file, cp_rank_data *out, size_t *bad_lines) {
   lines L = {file, fopen(file, "r"), NULL, 0, 0, 0};
   if (!L.f) return -1;
   out->file = strdup(file);
-  size_t cap = 0, len;
+  size_t cap = 0, late_cap = 0, len;
   int block_closed = 0;     /* a rank record was seen: next path starts a block */
   char *s;
   while ((s = next_line(&L, &len))) {
@@ -263,21 +278,15 @@ int cp_rankfile_read(const char *file, cp_rank_data *out, size_t *bad_lines) {
     if (!o || !json_is_object(o)) { bad_line(&L, o ? "not an object" : err.text); json_decref(o); continue; }
     const char *type = str(o, "recordType");
     if (!strcmp(type, "path")) {
-      if (block_closed) { free_paths(out->paths, out->npaths); out->npaths = 0; block_closed = 0; }
+      if (block_closed) {
+        free_paths(out->paths, out->npaths); out->npaths = 0;
+        free_paths(out->late, out->nlate); out->nlate = 0;
+        block_closed = 0;
+      }
       cp_path_rec p;
       read_path(o, &p);
-      size_t i = 0;
-      while (i < out->npaths && out->paths[i].local != p.local) i++;
-      if (i < out->npaths) { free_paths(&out->paths[i], 1); out->paths[i] = p; }
-      else {
-        if (out->npaths == cap) {
-          size_t nc = cap ? 2 * cap : 64;
-          cp_path_rec *q = realloc(out->paths, nc * sizeof *q);
-          if (!q) { free_paths(&p, 1); json_decref(o); continue; }
-          out->paths = q; cap = nc;
-        }
-        out->paths[out->npaths++] = p;
-      }
+      if (json_is_true(json_object_get(o, "afterFinalize"))) add_path(&out->late, &out->nlate, &late_cap, p);
+      else add_path(&out->paths, &out->npaths, &cap, p);
     } else if (!strcmp(type, "rank")) {
       read_rank(o, out);
       block_closed = 1;

@@ -12,7 +12,8 @@
 void cp_rank_data_free(cp_rank_data *r) {
   if (!r) return;
   for (size_t i = 0; i < r->npaths; i++) { free(r->paths[i].path); free(r->paths[i].leaf_func); }
-  free(r->paths); free(r->comms); free(r->command); free(r->file);
+  for (size_t i = 0; i < r->nlate; i++) { free(r->late[i].path); free(r->late[i].leaf_func); }
+  free(r->paths); free(r->late); free(r->comms); free(r->command); free(r->file);
   memset(r, 0, sizeof *r);
 }
 

@@ -99,6 +99,9 @@ typedef struct cp_rank_data {
   cp_comm_rec *comms;
   size_t npaths;
   cp_path_rec *paths;      /* in file order (for snapshots: by local id) */
+  size_t nlate;
+  cp_path_rec *late;       /* paths first seen after MPI_Finalize began ("afterFinalize":
+                              names only, for the trace records; in no number) */
   int has_clock;
   int64_t clock_offset_ns, clock_rtt_ns;
 } cp_rank_data;

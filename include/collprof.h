@@ -221,8 +221,10 @@ void collprof_set_clock_offset(int64_t offset_ns, int64_t rtt_ns);
 const char *collprof_output_dir(void);
 
 /* Flush the trace and append to this process's JSONL the path records
- * (local ids, hashes, strings, numbers) and the rank summary record.
- * Idempotent.  Returns 0 on success. */
+ * (local ids, hashes, strings, numbers) and the rank summary record; once
+ * the run has ended (collprof_snapshot_take), also a record without
+ * numbers ("afterFinalize") per path first seen since, which the trace
+ * records of later events name.  Idempotent.  Returns 0 on success. */
 int collprof_write_local(void);
 
 /* After collation: rewrite the path records at the end of the JSONL with

@@ -156,6 +156,27 @@ static void path_records(sbuf *b, const collprof_snapshot *s, const int64_t *gid
   }
 }
 
+/* Paths first seen after MPI_Finalize began (snapshot.c keeps the run's
+ * numbers from there): no numbers and no global id, only what names them,
+ * so that the trace records of the events that came later resolve their
+ * "path".  Readers that collate skip them ("afterFinalize"). */
+static void late_path_records(sbuf *b) {
+  if (!cp_snapshot_paths_after_end) return;
+  collprof_path_stat *late = NULL;
+  const size_t n = cp_snapshot_paths_after_end(&late);
+  for (size_t i = 0; i < n; i++) {
+    const collprof_path_stat *p = &late[i];
+    if (!p->path) continue;
+    sb_printf(b, "{\"recordType\":\"path\",\"id\":null,\"local\":%u,\"hash\":\"0x%016llx\",\"path\":",
+              p->local_id, (unsigned long long)p->hash);
+    sb_str(b, p->path);
+    sb_printf(b, ",\"leafType\":\"%s\",\"leafFunc\":", cp_type_name(p->leaf_type));
+    sb_str(b, p->leaf_func);
+    sb_printf(b, ",\"afterFinalize\":true}\n");
+  }
+  free(late);
+}
+
 static void rank_record(sbuf *b, const collprof_snapshot *s) {
   int rank = cp_output_world_rank() >= 0 ? cp_output_world_rank() : s->world_rank;
   int size = cp_output_world_size() > 0 ? cp_output_world_size() : s->world_size;
@@ -248,6 +269,7 @@ static int write_tail(const int64_t *gids, size_t ng) {
   }
   sbuf b = {0};
   path_records(&b, &s, gids, ng);
+  late_path_records(&b);
   rank_record(&b, &s);
   if (g_clock_gen)
     sb_printf(&b, "{\"recordType\":\"clock\",\"offsetNs\":%lld,\"rttNs\":%lld}\n",

@@ -398,6 +398,28 @@ uint64_t cp_snapshot_events_after_end(void) {
   return now > then ? now - then : 0;
 }
 
+size_t cp_snapshot_paths_after_end(collprof_path_stat **out) {
+  *out = NULL;
+  pthread_mutex_lock(&g_kept_mu);
+  const size_t from = g_have_kept ? g_kept.npaths : 0;
+  const int have = g_have_kept;
+  pthread_mutex_unlock(&g_kept_mu);
+  const size_t n = cp_path_count();
+  if (!have || n <= from) return 0;
+  collprof_path_stat *p = calloc(n - from, sizeof *p);
+  if (!p) return 0;
+  for (size_t i = from; i < n; i++) {
+    collprof_path_stat *q = &p[i - from];
+    q->local_id = (uint32_t)i;
+    q->hash = cp_path_hash((uint32_t)i);
+    q->path = cp_path_str((uint32_t)i);
+    q->leaf_type = cp_path_type((uint32_t)i);
+    q->leaf_func = cp_str_get(cp_path_func((uint32_t)i));
+  }
+  *out = p;
+  return n - from;
+}
+
 CP_EXPORT void collprof_snapshot_free(collprof_snapshot *s) {
   if (!s) return;
   for (size_t i = 0; s->paths && i < s->npaths; i++) free(s->paths[i].gpu_classes);

@@ -200,6 +200,9 @@ is "$(cat "$T"/fuzz_fin.*.err | grep -c 'fuzz: MPI_Finalize took')" 3 "fuzz_fin:
 ok "fuzz_fin: events after MPI_Finalize said on stderr" grep -q "NCCL events came after MPI_Finalize began" "$T"/fuzz_fin.*.err
 ok "fuzz_fin: reductions = rank files" "${CHK[@]}" reduce "$T/fuzz_fin"
 ok "fuzz_fin: run counters = rank records" "${CHK[@]}" counters "$T/fuzz_fin"
+# an event after MPI_Finalize on a path first seen after it: its file
+# lists that path apart (afterFinalize: no numbers, no id)
+ok "fuzz_fin: every event names a path its rank file lists" "${CHK[@]}" pathrefs "$T/fuzz_fin"
 
 # ---- offline = online, number for number ----
 for name in np4 threads collide fuzz fuzz_fin; do
@@ -210,6 +213,8 @@ for name in np4 threads collide fuzz fuzz_fin; do
   "$COLLATE" -q "${hb[@]}" "$T/off_$name" 2>"$T/off_$name.err"
   ok "$name: offline summary = online summary (all but run end)" "${CHK[@]}" same "$T/$name" "$T/off_$name"
 done
+"$COLLATE" -q --no-summary --chrome "$T/off_fuzz_fin.chrome.json" "$T/off_fuzz_fin" 2>>"$T/off_fuzz_fin.err"
+ok "fuzz_fin: the Chrome export names every event's path" "${CHK[@]}" pathrefs "$T/off_fuzz_fin" "$T/off_fuzz_fin.chrome.json"
 # The run's end time is frozen when MPI_Finalize begins, so the rank files'
 # endTs (rewritten with global ids after collation) equals the online one.
 ok "np4: offline runtime = online runtime" "${CHK[@]}" runtime "$T/np4" "$T/off_np4"

@@ -43,11 +43,16 @@ def rank_files(d):
     return sorted(fs)
 
 
-def tail(f):
+def tail(f, late=False):
+    """A rank file's path records (with late: also those of paths first
+    seen after MPI_Finalize began, which carry no numbers) and its rank
+    record."""
     paths, rank = [], None
     for line in open(f):
         if '"recordType":"path"' in line[:30]:
-            paths.append(json.loads(line))
+            p = json.loads(line)
+            if late or not p.get("afterFinalize"):
+                paths.append(p)
         elif '"recordType":"rank"' in line[:30]:
             rank = json.loads(line)
     return paths, rank
@@ -102,8 +107,12 @@ def c_ids(d):
         if byid.get(int(cols[-1])) != cols[-2]:
             msgs.append("profile row %s: %s vs %s" % (cols[-1], cols[-2], byid.get(int(cols[-1]))))
     for f in rank_files(d):
-        paths, _ = tail(f)
+        paths, _ = tail(f, late=True)
         for p in paths:
+            if p.get("afterFinalize"):   # first seen after MPI_Finalize began: no global id
+                if p["id"] is not None:
+                    msgs.append("%s: afterFinalize path %s has id %s" % (f, p["path"], p["id"]))
+                continue
             if p["id"] is None or byid.get(p["id"]) != p["path"]:
                 msgs.append("%s: id %s for %s (summary: %s)" % (f, p["id"], p["path"], byid.get(p["id"])))
     for f in glob.glob(os.path.join(d, "rank*.log")):
@@ -299,6 +308,56 @@ def c_counters(d):
     return fail(msgs)
 
 
+def last_block(f):
+    """The path records of a rank file's last tail block (a rank record
+    ends a block; a path record after one starts the next), and every
+    event record's local path id with its count."""
+    block, closed, refs = {}, False, {}
+    for line in open(f):
+        o = json.loads(line)
+        t = o.get("recordType")
+        if t == "path":
+            if closed:
+                block, closed = {}, False
+            block[o["local"]] = o
+        elif t == "rank":
+            closed = True
+        elif t == "event" and o.get("path") is not None:
+            refs[o["path"]] = refs.get(o["path"], 0) + 1
+    return block, refs
+
+
+def c_pathrefs(d, chrome=None):
+    """Every event record names a path its file lists; paths first seen
+    after MPI_Finalize began are listed apart (afterFinalize, no id, local
+    ids after the run's); at least one event is on such a path (else the
+    case tests nothing); in the Chrome export every event is named."""
+    msgs, late_refs = [], 0
+    for f in rank_files(d):
+        block, refs = last_block(f)
+        run = [k for k, p in block.items() if not p.get("afterFinalize")]
+        late = [k for k, p in block.items() if p.get("afterFinalize")]
+        for k in late:
+            if block[k]["id"] is not None:
+                msgs.append("%s: afterFinalize path %d has id %s" % (f, k, block[k]["id"]))
+        if late and run and min(late) <= max(run):
+            msgs.append("%s: afterFinalize local ids from %d, the run's up to %d" % (f, min(late), max(run)))
+        missing = sorted(k for k in refs if k not in block)
+        if missing:
+            msgs.append("%s: %d events name %d paths the file does not list (%s...)"
+                        % (f, sum(refs[k] for k in missing), len(missing), missing[:5]))
+        late_refs += sum(refs.get(k, 0) for k in late)
+    if not late_refs:
+        msgs.append("no event on a path first seen after MPI_Finalize: the case tests nothing")
+    if chrome:
+        unnamed = [e for e in json.load(open(chrome))["traceEvents"]
+                   if e.get("ph") == "X" and e.get("args", {}).get("localPath") is not None
+                   and "path" not in e["args"]]
+        if unnamed:
+            msgs.append("%s: %d events without a path name, e.g. %s" % (chrome, len(unnamed), unnamed[0]))
+    return fail(msgs)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "calls":
@@ -306,7 +365,8 @@ def main():
     if cmd == "runtime":
         return c_same(args[0], args[1], True)
     return {"ids": c_ids, "lines": c_lines, "collation": c_collation, "reduce": c_reduce,
-            "collisions": c_collisions, "same": c_same, "counters": c_counters}[cmd](*args)
+            "collisions": c_collisions, "same": c_same, "counters": c_counters,
+            "pathrefs": c_pathrefs}[cmd](*args)
 
 
 if __name__ == "__main__":

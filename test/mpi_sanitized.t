@@ -70,6 +70,10 @@ run fuzz 3 COLLPROF_FUZZ_SEED=3 COLLPROF_HOST_SAMPLE=auto -- "$REPLAY" --mpi --p
   --synthetic fuzz --threads 3 --count 10000
 run fuzz_fin 3 COLLPROF_FUZZ_SEED=5 COLLPROF_FUZZ_SHUTDOWN=mpi -- "$REPLAY" --mpi --plugin "$LIB/libcollprof.so" \
   --synthetic fuzz --threads 3 --count 10000
+ok "fuzz_fin: every event names a path its rank file lists" "${CHK[@]}" pathrefs "$T/fuzz_fin"
+"$COLLATE" -q --no-summary --chrome "$T/off_fuzz_fin.chrome.json" "$T/off_fuzz_fin" 2>>"$T/off_fuzz_fin.err"
+ok "fuzz_fin: the sanitized Chrome export names every event's path" "${CHK[@]}" pathrefs "$T/off_fuzz_fin" \
+  "$T/off_fuzz_fin.chrome.json"
 ok "fuzz: misuse was counted (bad_calls > 0)" python3 -c '
 import json, sys
 assert json.load(open(sys.argv[1]))["bad_calls"] > 0' "$T/fuzz/summary.json"

@@ -323,7 +323,8 @@ def main():
         if frozen:
             print("# rank %s: mask frozen (%s)%s" % (wr, frozen,
                   ": graph replays give no event, not counted" if hidden else ""))
-        paths = [r for r in recs if r.get("recordType") == "path"]
+        # (paths first seen after MPI_Finalize began carry no numbers)
+        paths = [r for r in recs if r.get("recordType") == "path" and not r.get("afterFinalize")]
         # the tail may hold local then global path records: keep the last per local id
         last = {}
         for p in paths:
