@@ -37,7 +37,7 @@ void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank) {
   s->tmin_rank = s->tmax_rank = rank;
 }
 
-void cp_pstat_combine(cp_pstat *into, const cp_pstat *from) {
+void cp_pstat_add(cp_pstat *into, const cp_pstat *from) {
   into->calls += from->calls; into->total_ns += from->total_ns;
   into->self_ns += from->self_ns; into->bytes += from->bytes;
   into->states += from->states; into->gpu_ns += from->gpu_ns;
@@ -52,6 +52,10 @@ void cp_pstat_combine(cp_pstat *into, const cp_pstat *from) {
   into->unseen_calls += from->unseen_calls;
   if (from->ev_min_ns < into->ev_min_ns) into->ev_min_ns = from->ev_min_ns;
   if (from->ev_max_ns > into->ev_max_ns) into->ev_max_ns = from->ev_max_ns;
+}
+
+void cp_pstat_combine(cp_pstat *into, const cp_pstat *from) {
+  cp_pstat_add(into, from);
   into->nranks += from->nranks;
   /* MPI_MINLOC/MAXLOC semantics: the lowest rank wins a tie. */
   if (from->tmin_ns < into->tmin_ns ||

@@ -378,20 +378,7 @@ static void agg_from_rank(const cp_rank_data *r, cp_agg *a) {
 /* Same path twice in one rank (the plugin's paths are unique; files may
  * not be): add the numbers, the rank's total is their sum. */
 static void pstat_add_same_rank(cp_pstat *into, const cp_pstat *from) {
-  into->calls += from->calls; into->total_ns += from->total_ns;
-  into->self_ns += from->self_ns; into->bytes += from->bytes;
-  into->states += from->states; into->gpu_ns += from->gpu_ns;
-  into->gpu_samples += from->gpu_samples; into->unterminated += from->unterminated;
-  into->gpu_first_ns += from->gpu_first_ns; into->gpu_first_samples += from->gpu_first_samples;
-  into->gpu_est_ns += from->gpu_est_ns; into->gpu_est_calls += from->gpu_est_calls;
-  into->gpu_outliers += from->gpu_outliers;
-  into->gpu_borrowed_calls += from->gpu_borrowed_calls;
-  into->gpu_launch_ns += from->gpu_launch_ns; into->gpu_launch_samples += from->gpu_launch_samples;
-  into->gpu_launch_calls += from->gpu_launch_calls;
-  into->untimed_calls += from->untimed_calls;
-  into->unseen_calls += from->unseen_calls;
-  if (from->ev_min_ns < into->ev_min_ns) into->ev_min_ns = from->ev_min_ns;
-  if (from->ev_max_ns > into->ev_max_ns) into->ev_max_ns = from->ev_max_ns;
+  cp_pstat_add(into, from);
   into->tmin_ns = into->tmax_ns = into->total_ns;
 }
 

@@ -45,18 +45,23 @@ static double mono_s(void) {
  * fraction 1/div of it, between 2 us and cap), so a long wait costs a few
  * dozen wake-ups and a short one stays short.  Going up (on the critical
  * path of rank 0) the fraction is small; going down, where most ranks wait
- * for most of the collation, it is larger. */
+ * for most of the collation, it is larger.  nap_since: one sleep of a
+ * wait that began at t0. */
+static void nap_since(double t0, double div, double cap) {
+  double d = (mono_s() - t0) / div;
+  if (d < 2e-6) d = 2e-6;
+  if (d > cap) d = cap;
+  struct timespec ts = {0, (long)(d * 1e9)};
+  nanosleep(&ts, NULL);
+}
+
 static void wait_probe(int src, int tag, MPI_Comm comm, MPI_Status *st, double div, double cap) {
   int flag = 0;
-  double t0 = mono_s();
+  const double t0 = mono_s();
   for (;;) {
     PMPI_Iprobe(src, tag, comm, &flag, st);
     if (flag) return;
-    double d = (mono_s() - t0) / div;
-    if (d < 2e-6) d = 2e-6;
-    if (d > cap) d = cap;
-    struct timespec ts = {0, (long)(d * 1e9)};
-    nanosleep(&ts, NULL);
+    nap_since(t0, div, cap);
   }
 }
 
@@ -65,17 +70,14 @@ static void wait_probe(int src, int tag, MPI_Comm comm, MPI_Status *st, double d
  * reaches it. */
 static void wait_req(MPI_Request *rq, double div, double cap) {
   int flag = 0;
-  double t0 = mono_s();
+  const double t0 = mono_s();
   for (;;) {
     PMPI_Test(rq, &flag, MPI_STATUS_IGNORE);
     if (flag) return;
-    double d = (mono_s() - t0) / div;
-    if (d < 2e-6) d = 2e-6;
-    if (d > cap) d = cap;
-    struct timespec ts = {0, (long)(d * 1e9)};
-    nanosleep(&ts, NULL);
+    nap_since(t0, div, cap);
   }
 }
+
 /* backoff going up (rank 0's critical path) and down (most ranks waiting) */
 #define UPD 16
 #define UPC 250e-6
