@@ -1,6 +1,6 @@
 /*
  * export.h — views of a collated run for other tools, written by
- * collprof-collate (--chrome, --folded, --html).  MPI-free; inputs are the
+ * collprof-collate (--chrome, --folded, --html, --sizes).  MPI-free; inputs are the
  * run as the reader loaded it (cp_run: each rank's tail records and its
  * file name) and the summary built from it (cp_summary), rundata.h.
  *
@@ -12,6 +12,8 @@
  *   export_folded.c  folded stacks "A;B;C <self ns>" (flamegraph.pl,
  *                    speedscope, inferno)
  *   export_html.c    one self-contained HTML report with inline SVG charts
+ *   export_sizes.c   the Coll/P2p paths per message-size class over all
+ *                    ranks: calls, GPU time per call, bandwidth (text)
  *
  * Each returns 0 on success, or -1 after one "collprof:" line on stderr
  * naming the file.  A file name "-" means standard output.  Damaged lines
@@ -28,6 +30,8 @@ int cp_export_chrome(const cp_run *run, const cp_summary *s, const char *out);
 int cp_export_folded(const cp_summary *s, const char *out);
 /* top: how many paths the table and the charts show (0: 10). */
 int cp_export_html(const cp_run *run, const cp_summary *s, const char *out, size_t top);
+/* From the rank files' "gpuSizes" (run), by the summary's global paths. */
+int cp_export_sizes(const cp_run *run, const cp_summary *s, const char *out);
 
 /* ---- shared by the exporters (export_util.c) ---- */
 

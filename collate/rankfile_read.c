@@ -118,6 +118,29 @@ static int64_t iso_ns(const char *s) {
   return ns;
 }
 
+/* "gpuSizes": [[lo, calls, samples, first samples, ns, first ns, max ns],
+ * ...]; an entry that is not 7 numbers, or whose first-call or sampled
+ * counts exceed what contains them, is left out (a damaged file). */
+static void read_sizes(json_t *o, cp_path_rec *p) {
+  json_t *a = json_object_get(o, "gpuSizes");
+  if (!json_is_array(a) || !json_array_size(a)) return;
+  p->sizes = calloc(json_array_size(a), sizeof *p->sizes);
+  if (!p->sizes) return;
+  size_t i;
+  json_t *e;
+  json_array_foreach(a, i, e) {
+    uint64_t v[7];
+    int ok = json_is_array(e) && json_array_size(e) == 7;
+    for (size_t k = 0; ok && k < 7; k++) {
+      json_t *x = json_array_get(e, k);
+      ok = json_is_integer(x) && json_integer_value(x) >= 0;
+      if (ok) v[k] = (uint64_t)json_integer_value(x);
+    }
+    if (!ok || v[3] > v[2] || v[5] > v[4]) continue;
+    p->sizes[p->nsizes++] = (cp_size_rec){v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+  }
+}
+
 static void read_path(json_t *o, cp_path_rec *p) {
   memset(p, 0, sizeof *p);
   json_t *id = json_object_get(o, "id");
@@ -145,6 +168,7 @@ static void read_path(json_t *o, cp_path_rec *p) {
   if (p->untimed_calls > p->calls) p->untimed_calls = p->calls;
   p->unseen_calls = u64(o, "unseen_calls");     /* absent without lean calls */
   if (p->unseen_calls > p->untimed_calls) p->unseen_calls = p->untimed_calls;
+  if (p->leaf_type == 2 || p->leaf_type == 4) read_sizes(o, p);   /* Coll, P2p (proxy paths': another meaning) */
 }
 
 static void read_rank(json_t *o, cp_rank_data *r) {
@@ -211,7 +235,7 @@ static void read_rank(json_t *o, cp_rank_data *r) {
 }
 
 static void free_paths(cp_path_rec *p, size_t n) {
-  for (size_t i = 0; i < n; i++) { free(p[i].path); free(p[i].leaf_func); }
+  for (size_t i = 0; i < n; i++) { free(p[i].path); free(p[i].leaf_func); free(p[i].sizes); }
 }
 
 /* p into (*a)[*n] (capacity *cap), replacing a record of the same local

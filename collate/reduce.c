@@ -42,21 +42,24 @@ static void bandwidth(const cp_summary *s, const cp_gpath *p, const cp_pstat *st
   if (!st->gpu_samples || d->gpu_first_only) return;
   double t = d->gpu_call_ns;
   if (t <= 0) return;
-  double bytes = (double)st->bytes / (double)st->calls;   /* per call and rank */
-  double factor = 1;
-  if (coll) {
-    int n = s->agg.bw_nranks;
-    if (n <= 0) return;
-    const char *f = p->leaf_func;
-    if (starts(f, "AllReduce")) factor = 2.0 * (n - 1) / n;
-    else if (starts(f, "AllGather")) { bytes *= n; factor = (double)(n - 1) / n; }
-    else if (starts(f, "ReduceScatter")) { bytes *= n; factor = (double)(n - 1) / n; }
-    else if (starts(f, "AlltoAll") || starts(f, "AllToAll")) factor = (double)(n - 1) / n;
-    else factor = 1;
-  }
+  double mult, factor;
+  if (!cp_bw_factors(p->leaf_type, p->leaf_func, s->agg.bw_nranks, &mult, &factor)) return;
+  const double bytes = (double)st->bytes / (double)st->calls * mult;   /* per call and rank, x n where S is */
   d->algbw_gbs = bytes / t;              /* bytes per ns = GB/s */
   d->busbw_gbs = d->algbw_gbs * factor;
   d->bw_valid = 1;
+}
+
+int cp_bw_factors(uint32_t leaf_type, const char *func, int n, double *bytes_mult, double *factor) {
+  *bytes_mult = *factor = 1;
+  if (leaf_type == 4) return 1;          /* P2p: S = the bytes, factor 1 */
+  if (leaf_type != 2 || n <= 0) return 0;
+  const char *f = func ? func : "";
+  if (starts(f, "AllReduce")) *factor = 2.0 * (n - 1) / n;
+  else if (starts(f, "AllGather")) { *bytes_mult = n; *factor = (double)(n - 1) / n; }
+  else if (starts(f, "ReduceScatter")) { *bytes_mult = n; *factor = (double)(n - 1) / n; }
+  else if (starts(f, "AlltoAll") || starts(f, "AllToAll")) *factor = (double)(n - 1) / n;
+  return 1;
 }
 
 void cp_summary_finish(cp_summary *s) {

@@ -62,6 +62,12 @@ void cp_summary_finish(cp_summary *s);
  * communicator size; NULL leaves self_pct 0 and no bandwidth). */
 void cp_gpath_derive(const cp_summary *s, const cp_gpath *p, cp_gderived *d);
 
+/* nccl-tests' bus bandwidth for a Coll (leaf_type 2, its func) or P2p (4)
+ * on communicators of n ranks: S = the per-rank bytes x *bytes_mult,
+ * algbw = S / time, busbw = algbw x *factor.  0 where there is none (not a
+ * Coll/P2p, or a Coll with n <= 0: no size, or sizes that disagree). */
+int cp_bw_factors(uint32_t leaf_type, const char *func, int n, double *bytes_mult, double *factor);
+
 /* Paths ordered for the profile table: by total time, then id.  Returns a
  * malloc'd array of indices into s->paths. */
 size_t *cp_summary_order_by_total(const cp_summary *s);

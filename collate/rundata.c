@@ -11,8 +11,8 @@
 
 void cp_rank_data_free(cp_rank_data *r) {
   if (!r) return;
-  for (size_t i = 0; i < r->npaths; i++) { free(r->paths[i].path); free(r->paths[i].leaf_func); }
-  for (size_t i = 0; i < r->nlate; i++) { free(r->late[i].path); free(r->late[i].leaf_func); }
+  for (size_t i = 0; i < r->npaths; i++) { free(r->paths[i].path); free(r->paths[i].leaf_func); free(r->paths[i].sizes); }
+  for (size_t i = 0; i < r->nlate; i++) { free(r->late[i].path); free(r->late[i].leaf_func); free(r->late[i].sizes); }
   free(r->paths); free(r->late); free(r->comms); free(r->command); free(r->file);
   memset(r, 0, sizeof *r);
 }

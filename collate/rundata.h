@@ -30,6 +30,13 @@
 /* ---- layer 1: one rank ---- */
 
 /* One "path" record: a call path of one process, with its local numbers. */
+/* One message-size class of a Coll/P2p path on one rank (the rank file's
+ * "gpuSizes", src/gpu_estimate.h): calls of [lo, 2*lo) bytes (lo 0: no
+ * size), their GPU samples and spans, first-call ones included. */
+typedef struct cp_size_rec {
+  uint64_t lo, calls, samples, first_samples, ns, first_ns, max_ns;
+} cp_size_rec;
+
 typedef struct cp_path_rec {
   int64_t id;              /* global id, -1 when not collated */
   uint32_t local;          /* id used in this rank's event records ("path") */
@@ -50,6 +57,8 @@ typedef struct cp_path_rec {
   uint64_t unterminated;
   uint64_t untimed_calls;  /* of calls, counted without a time (host sampling, collprof.h) */
   uint64_t unseen_calls;   /* of calls, estimated (lean calls, collprof.h) */
+  size_t nsizes;
+  cp_size_rec *sizes;      /* "gpuSizes" (rank files only: collprof-collate --sizes) */
 } cp_path_rec;
 
 /* One communicator of the rank (the "comms" list of the rank record). */

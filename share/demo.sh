@@ -4,7 +4,7 @@
 # replayed on the CPU through the collprof launcher, so the whole chain runs
 # on any machine: plugin -> per-rank JSONL -> collation at MPI_Finalize ->
 # summary.log/summary.json, then collprof-collate makes the Chrome trace
-# (Perfetto), folded stacks and the HTML report.
+# (Perfetto), folded stacks, the message-size table and the HTML report.
 #
 #   COLLPROF_BUILD=build bash share/demo.sh   (the Makefile sets it)
 #   COLLPROF_DEMO_DIR=...                     output folder (default <build>/demo)
@@ -37,11 +37,11 @@ echo "== mpirun -np 4 collprof -o $OUT --host-sample 1 --gpu-sample 1 -- collpro
 # KernelCh on every call does (README, "No GPU times").
 "${MPIRUN[@]}" -np 4 "$BIN/collprof" -o "$OUT" --host-sample 1 --gpu-sample 1 -- "$BIN/collprof-replay" "$FIXDIR"/p*.jsonl
 
-echo "== collprof-collate $OUT --chrome ... --folded ... --html ..."
+echo "== collprof-collate $OUT --chrome ... --folded ... --html ... --sizes ..."
 # --no-summary keeps the online summary (its collation section describes
 # the MPI tree); the offline one would carry the same numbers.
 "$BIN/collprof-collate" -q --no-summary "$OUT" --chrome "$OUT/trace.json" \
-  --folded "$OUT/stacks.folded" --html "$OUT/report.html"
+  --folded "$OUT/stacks.folded" --html "$OUT/report.html" --sizes "$OUT/sizes.txt"
 
 cat <<EOF
 
@@ -51,6 +51,7 @@ collprof demo done: 4 ranks replayed the all_gather capture.
   Chrome trace   $OUT/trace.json    (open in https://ui.perfetto.dev or chrome://tracing)
   HTML report    $OUT/report.html   (any browser, works offline)
   flame graph    $OUT/stacks.folded (flamegraph.pl, speedscope)
+  message sizes  $OUT/sizes.txt     (calls, GPU time and bandwidth per size, all ranks)
 
 First lines of summary.log:
 EOF

@@ -30,7 +30,7 @@ collate_case() {
   local label=$1; shift
   local d=$T/d
   python3 "$TOP/test/damage_rankfiles.py" "$T/base" "$d" "$@"
-  "$COLLATE" -q --chrome "$d/c.json" --folded "$d/f.txt" --html "$d/r.html" --rank-logs all "$d" \
+  "$COLLATE" -q --chrome "$d/c.json" --folded "$d/f.txt" --html "$d/r.html" --sizes "$d/s.txt" --rank-logs all "$d" \
     >"$d/stdout" 2>"$d/stderr"
   local rc=$?
   if [ "$rc" -le 1 ] && ! grep -q 'Sanitizer\|runtime error' "$d/stderr"; then _tap_report 0 "$label: ends normally (status $rc)"

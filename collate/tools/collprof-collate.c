@@ -4,7 +4,7 @@
  * and DIR/summary.json with the same merge, reduction and writer code as
  * the online MPI collation (collate/), so for one run both agree number
  * for number.  Also the exporters (export.h, written in export_*.c):
- * --chrome, --folded, --html.
+ * --chrome, --folded, --html, --sizes.
  */
 #include "collate_run.h"
 #include "rankfile_read.h"
@@ -24,6 +24,8 @@ static void usage(FILE *f) {
     "  --chrome FILE     also write a Chrome trace-event JSON file (Perfetto)\n"
     "  --folded FILE     also write folded stacks (flamegraph.pl, speedscope)\n"
     "  --html FILE       also write a self-contained HTML report\n"
+    "  --sizes FILE      also write the Coll/P2p paths' calls, GPU time and\n"
+    "                    bandwidth per message size, over all ranks\n"
     "  --top N           paths shown in the HTML report (default 10)\n"
     "  --rank-logs SPEC  also write DIR/rank<R>.log: all, none (default), or 0,3-5\n"
     "  --hash-bits N     truncate path hashes to N bits (tests; default\n"
@@ -36,12 +38,13 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  const char *chrome = NULL, *folded = NULL, *html = NULL, *rank_logs = NULL;
+  const char *chrome = NULL, *folded = NULL, *html = NULL, *sizes = NULL, *rank_logs = NULL;
   int hash_bits = -1, quiet = 0, no_summary = 0;
   size_t top = 0;
   static const struct option opts[] = {
     {"chrome", required_argument, 0, 'c'}, {"folded", required_argument, 0, 'f'},
     {"html", required_argument, 0, 'H'}, {"top", required_argument, 0, 't'},
+    {"sizes", required_argument, 0, 's'},
     {"rank-logs", required_argument, 0, 'r'}, {"hash-bits", required_argument, 0, 'b'},
     {"no-summary", no_argument, 0, 'n'},
     {"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'},
@@ -53,6 +56,7 @@ int main(int argc, char **argv) {
       case 'c': chrome = optarg; break;
       case 'f': folded = optarg; break;
       case 'H': html = optarg; break;
+      case 's': sizes = optarg; break;
       case 'r': rank_logs = optarg; break;
       case 'n': no_summary = 1; break;
       case 't': top = strtoul(optarg, &end, 10);
@@ -101,6 +105,7 @@ int main(int argc, char **argv) {
   if (chrome && cp_export_chrome(&run, &s, chrome) != 0) rc = 1;
   if (folded && cp_export_folded(&s, folded) != 0) rc = 1;
   if (html && cp_export_html(&run, &s, html, top) != 0) rc = 1;
+  if (sizes && cp_export_sizes(&run, &s, sizes) != 0) rc = 1;
   cp_summary_free(&s);
   cp_run_free(&run);
   return rc;

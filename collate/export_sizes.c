@@ -1,0 +1,158 @@
+/*
+ * export_sizes.c — message sizes of the Coll/P2p paths over all ranks
+ * (collprof-collate --sizes): per global path, one row per log2 size class
+ * with calls, GPU samples, the GPU time per call and the bandwidth it
+ * gives, as nccl-tests prints per size.
+ *
+ * The summary keeps one GPU estimate per path (its sum over size classes,
+ * src/gpu_estimate.h); the classes themselves stay in each rank file's path
+ * record ("gpuSizes").  This view adds them up over the ranks, by global
+ * path (export_util.c: the record's id, else the summary path with its
+ * hash and string), so a sweep's small and large calls are seen apart.
+ *
+ * Per class, over the ranks:
+ *   Calls     every call of that size (exact: counted, not sampled);
+ *   Samples   calls with GPU time (KernelCh on), First of them first-call
+ *             samples (NCCL's set-up, late peers: mask_control.h);
+ *   Outliers  periodic samples left out as the plugin leaves them out of
+ *             its estimate: a rank's longest periodic sample of the class
+ *             when it is more than CP_GCLS_OUTLIER times the mean of that
+ *             rank's other periodic samples of the class;
+ *   GPU[s]    the class's GPU time by the plugin's rule, rank by rank:
+ *             every call sampled, their sum; else the first-call and
+ *             outlier samples once and the rank's periodic mean for its
+ *             other calls ("-" where a rank has none: the plugin borrows
+ *             from other classes then, this view does not), so the
+ *             classes add up to the summary's GPU time where no class
+ *             borrowed;
+ *   GPU/call  the mean of the other periodic samples, "-" without one;
+ *   bandwidth S / GPU/call with S = the class's smallest size (x ranks
+ *             where nccl-tests counts so) and nccl-tests' bus factor for
+ *             the summary's communicator size (reduce.h, cp_bw_factors):
+ *             exact for power-of-two sizes, a lower bound otherwise.
+ * Paths in global id order, classes from the smallest, so two exports of
+ * one run are identical.
+ */
+#include "collprof.h"
+#include "export.h"
+#include "gpu_estimate.h"
+#include "reduce.h"
+#include <inttypes.h>
+#include <stdlib.h>
+
+typedef struct {
+  uint64_t calls, samples, first, outliers, per_n, per_ns;
+  double est_ns;       /* the class's GPU time as the plugin estimates it, summed over ranks */
+  int uncovered;       /* a rank has calls of it that its samples cannot stand for */
+} size_sum;
+
+/* Class k of a "gpuSizes" entry's smallest size (0, or 2^(k-1)). */
+static unsigned class_of(uint64_t lo) {
+  if (!lo) return 0;
+  unsigned k = 64u - (unsigned)__builtin_clzll(lo);
+  return k < CP_GCLS ? k : CP_GCLS - 1;
+}
+
+static void add_rank_class(size_sum *c, const cp_size_rec *e) {
+  c->calls += e->calls;
+  c->samples += e->samples;
+  c->first += e->first_samples;
+  uint64_t n = e->samples - e->first_samples, ns = e->ns - e->first_ns, once = e->first_ns;
+  /* the plugin's rule (gpu_estimate.h): the longest periodic sample counts
+   * once when it is over CP_GCLS_OUTLIER x the mean of the others */
+  if (n >= 2 && e->max_ns <= ns && (double)e->max_ns * (double)(n - 1) > CP_GCLS_OUTLIER * (double)(ns - e->max_ns)) {
+    c->outliers++;
+    n--;
+    ns -= e->max_ns;
+    once += e->max_ns;
+  }
+  c->per_n += n;
+  c->per_ns += ns;
+  /* the class's time on this rank: every call sampled, their sum; else
+   * the samples counted once, the periodic mean for the other calls (a
+   * class without one borrows from other classes in the plugin: not here) */
+  if (e->samples >= e->calls) c->est_ns += (double)e->ns;
+  else if (n) c->est_ns += (double)once + (double)ns / (double)n * (double)(e->calls - (e->samples - n));
+  else c->uncovered = 1;
+}
+
+static void size_text(uint64_t lo, char *b, size_t n) {
+  static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  unsigned u = 0;
+  while (lo >= 1024 && lo % 1024 == 0 && u + 1 < sizeof unit / sizeof *unit) lo /= 1024, u++;
+  snprintf(b, n, "%" PRIu64 " %s", lo, unit[u]);
+}
+
+static void path_rows(FILE *f, const cp_summary *s, const cp_gpath *g, const size_sum *c) {
+  fprintf(f, "\nID %" PRId64 "  %s\n", (int64_t)(g - s->paths), g->path);
+  fprintf(f, "%10s | %12s | %9s | %7s | %8s | %13s | %12s | %12s | %12s\n", "Size", "Calls", "Samples", "First",
+          "Outliers", "GPU[s]", "GPU/call[us]", "AlgBW[GB/s]", "BusBW[GB/s]");
+  fprintf(f, "----------------------------------------------------------------------------------------------------"
+             "-------------\n");
+  double mult = 1, factor = 1;
+  const int bw = cp_bw_factors(g->leaf_type, g->leaf_func, s->agg.bw_nranks, &mult, &factor);
+  for (unsigned k = 0; k < CP_GCLS; k++) {
+    const size_sum *e = &c[k];
+    if (!e->calls && !e->samples) continue;
+    const uint64_t lo = k ? 1ull << (k - 1) : 0;
+    char sz[32], tot[32] = "-", per[32] = "-", alg[32] = "-", bus[32] = "-";
+    if (!e->uncovered && e->samples) snprintf(tot, sizeof tot, "%.6f", e->est_ns / 1e9);
+    if (k) size_text(lo, sz, sizeof sz);
+    else snprintf(sz, sizeof sz, "unsized");
+    if (e->per_n) {
+      const double t = (double)e->per_ns / (double)e->per_n;   /* ns */
+      snprintf(per, sizeof per, "%.3f", t / 1e3);
+      if (bw && k && t > 0) {
+        const double a = (double)lo * mult / t;   /* bytes per ns = GB/s */
+        snprintf(alg, sizeof alg, "%.3f", a);
+        snprintf(bus, sizeof bus, "%.3f", a * factor);
+      }
+    }
+    fprintf(f, "%10s | %12" PRIu64 " | %9" PRIu64 " | %7" PRIu64 " | %8" PRIu64 " | %13s | %12s | %12s | %12s\n",
+            sz, e->calls, e->samples, e->first, e->outliers, tot, per, alg, bus);
+  }
+}
+
+int cp_export_sizes(const cp_run *run, const cp_summary *s, const char *out) {
+  size_sum **by_id = calloc(s->npaths ? s->npaths : 1, sizeof *by_id);
+  if (!by_id) { fprintf(stderr, "collprof: out of memory for %s\n", out); return -1; }
+  int rc = 0;
+  for (size_t r = 0; r < run->nranks && !rc; r++) {
+    const cp_rank_data *rd = &run->ranks[r];
+    for (size_t i = 0; i < rd->npaths && !rc; i++) {
+      const cp_path_rec *p = &rd->paths[i];
+      if (!p->nsizes) continue;
+      const int64_t id = cp_export_global_id(s, p);
+      if (id < 0 || (uint64_t)id >= s->npaths) continue;
+      if (!by_id[id] && !(by_id[id] = calloc(CP_GCLS, sizeof **by_id))) rc = -1;
+      for (size_t j = 0; !rc && j < p->nsizes; j++) add_rank_class(&by_id[id][class_of(p->sizes[j].lo)], &p->sizes[j]);
+    }
+  }
+  FILE *f = rc ? NULL : cp_export_open(out);
+  if (rc) fprintf(stderr, "collprof: out of memory for %s\n", out);
+  if (f) {
+    fprintf(f, "collprof %s - message sizes of the Coll/P2p paths, all ranks\n", COLLPROF_VERSION);
+    fprintf(f,
+            "Size      a log2 class: [size, 2 x size) bytes per rank and call\n"
+            "Calls     every call, summed over ranks\n"
+            "Samples   calls with GPU time (KernelCh); First: of them, first-call samples\n"
+            "Outliers  periodic samples over %.0fx the mean of their rank's others, left out of GPU/call\n"
+            "GPU[s]    the class's GPU time: exact where every call was sampled, else the first-call\n"
+            "          and outlier samples once and each rank's periodic mean for its other calls;\n"
+            "          \"-\": calls that no periodic sample of the class stands for\n"
+            "GPU/call  a typical call's: the mean of the periodic samples but the outliers\n"
+            "AlgBW     nccl-tests' from GPU/call at the class's smallest size (exact for power-of-two\n"
+            "BusBW     sizes, a lower bound otherwise), ",
+            CP_GCLS_OUTLIER);
+    if (s->agg.bw_nranks > 0) fprintf(f, "communicators of %d ranks\n", s->agg.bw_nranks);
+    else fprintf(f, "P2p only (Coll: the communicators' sizes differ)\n");
+    for (size_t id = 0; id < s->npaths; id++)
+      if (by_id[id]) path_rows(f, s, &s->paths[id], by_id[id]);
+    rc = cp_export_close(f, out);
+  } else {
+    rc = -1;
+  }
+  for (size_t id = 0; id < s->npaths; id++) free(by_id[id]);
+  free(by_id);
+  return rc;
+}

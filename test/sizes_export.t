@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# sizes_export.t — collprof-collate --sizes (collate/export_sizes.c): the
+# Coll/P2p paths per message-size class over all ranks.  Replays without
+# MPI (one process per capture file, collated offline), checked by
+# test/sizes_oracle.py against summary.json and, independently, against the
+# event records of the rank files: calls per class, samples, outliers,
+# GPU time per call and bandwidth.
+. "$(dirname "$0")/tap.sh"
+need_replay_collate
+ORACLE=(python3 "$TOP/test/sizes_oracle.py")
+export NCCL_PROFILE_EVENT_MASK=4095 COLLPROF_TRACE=1 COLLPROF_QUIET=1
+unset COLLPROF_GPU_SAMPLE_SMALL COLLPROF_GPU_SAMPLE_SMALL_BYTES
+
+# replay NAME GPU_SAMPLE CAPTURE...: one process per capture into $T/NAME,
+# then collprof-collate --sizes $T/NAME.sizes
+replay() {
+  local name=$1 n=$2 f rc=0; shift 2
+  rm -rf "$T/$name"
+  for f in "$@"; do
+    COLLPROF_GPU_SAMPLE=$n COLLPROF_OUTPUT_DIR=$T/$name "$REPLAY" --no-mpi --plugin "$PLUGIN" "$f" \
+      >>"$T/$name.log" 2>&1 || rc=1
+  done
+  "$COLLATE" -q "$T/$name" --sizes "$T/$name.sizes" >>"$T/$name.log" 2>&1 || rc=1
+  is "$rc" 0 "$name: replays and collprof-collate --sizes exit 0"
+  [ $rc -eq 0 ] || sed 's/^/# /' "$T/$name.log" | tail -n 5
+}
+# oracle NAME MODE... DESCRIPTION
+oracle() {
+  local name=$1 desc=${*: -1} out rc
+  out=$("${ORACLE[@]}" "$T/$name" "$T/$name.sizes" "${@:2:$#-2}" 2>&1)
+  rc=$?
+  is "$rc" 0 "$name: $desc${out:+ ($(head -n 1 <<<"$out" | cut -c1-60))}"
+  [ $rc -eq 0 ] || sed 's/^/# /' <<<"$out" | head -n 8
+}
+
+# every call sampled: 4 ranks of all_gather over the network
+replay ag4 1 "$FIX"/ag4_net/p*.jsonl
+oracle ag4 summary "calls, samples and GPU time per path add up to summary.json's"
+oracle ag4 trace gpu "calls, samples, outliers, GPU/call and bandwidth per class = the event records'"
+# point-to-point (bus factor 1)
+replay sendrecv 1 "$FIX"/sendrecv/p*.jsonl
+oracle sendrecv summary "calls, samples and GPU time per path add up to summary.json's"
+oracle sendrecv trace gpu "P2p: calls, samples, GPU/call and bandwidth per class = the event records'"
+# one call in 4 sampled: the calls stay exact
+replay nvlink4 4 "$FIX"/ar_nvlink/p*.jsonl
+oracle nvlink4 summary sampled "sampled: calls and samples per path add up to summary.json's, GPU[s] per class by the rule"
+oracle nvlink4 trace "sampled: calls per class = the event records'"
+is "$(grep -c '^ID ' "$T/nvlink4.sizes")" "$(python3 -c '
+import json, sys
+print(sum(1 for p in json.load(open(sys.argv[1]))["paths"]
+          if p.get("gpu_samples") and p["leafType"] in ("ncclProfileColl", "ncclProfileP2p")))' "$T/nvlink4/summary.json")" \
+   "nvlink4: one table per sampled Coll/P2p path"
+
+# to stdout, and what cannot be written
+"$COLLATE" -q --no-summary "$T/ag4" --sizes - >"$T/stdout.sizes" 2>"$T/stdout.err"
+is "$?" 0 "--sizes -: exit 0"
+ok "--sizes -: the same table on stdout" cmp -s "$T/stdout.sizes" "$T/ag4.sizes"
+"$COLLATE" -q --no-summary "$T/ag4" --sizes "$T/no/such/dir/x" >/dev/null 2>"$T/bad.err"
+is "$?" 1 "unwritable --sizes file: exit 1"
+ok "unwritable --sizes file: one collprof: line names it" grep -qx "collprof: cannot write $T/no/such/dir/x: No such file or directory" "$T/bad.err"
+
+# damaged gpuSizes entries are left out, the rest still read
+mkdir -p "$T/damaged"
+cp "$T"/ag4/pid*.jsonl "$T/damaged/"
+f=$(ls "$T"/damaged/pid*.jsonl | head -n 1)
+python3 - "$f" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+for i, l in enumerate(lines):
+    r = json.loads(l)
+    if r.get("recordType") == "path" and r.get("gpuSizes"):
+        r["gpuSizes"][0] = [1, 2, 3]                    # not 7 numbers
+        r["gpuSizes"].append([64, 1, 1, 5, 9, 0, 9])    # more first-call samples than samples
+        lines[i] = json.dumps(r, separators=(",", ":"))
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+PY
+"$COLLATE" -q --no-summary "$T/damaged" --sizes "$T/damaged.sizes" >/dev/null 2>&1
+is "$?" 0 "damaged gpuSizes: collprof-collate exits 0"
+is "$(grep -c '^ID ' "$T/damaged.sizes")" "$(grep -c '^ID ' "$T/ag4.sizes")" "damaged gpuSizes: every path still listed"
+done_testing
