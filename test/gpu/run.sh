@@ -12,7 +12,8 @@
 # parses); then a sweep of sizes >= 1 MiB, 200 calls each queued behind a
 # spinning kernel (--gpu-bound), checked the same way and by gpu_time.py
 # (sampled vs CUDA-event time within 20%, with launches timed in runs of
-# 8, the default), again with single timed launches (COLLPROF_LAUNCH_RUN=1)
+# 8, the default) and its message-size table (collprof-collate --sizes,
+# sizes_oracle.py against summary.json), again with single timed launches (COLLPROF_LAUNCH_RUN=1)
 # and as a plain loop (both shown, not judged; launch_skew.py sets the
 # plain loop's timed launches on rank 0 beside rank 1's), and with the
 # app's own kernel between calls.
@@ -163,6 +164,15 @@ for np in "${nps[@]}"; do
     python3 "$TOP/test/gpu/gpu_time.py" $([ $g = gt ] || echo --shown) "$RUN_OUT/$g$np/app/sweep.json" \
       "$RUN_OUT/$g$np/prof/rank0.jsonl" || [ $g != gt ] || fail=$((fail + 1))
   done
+  # the message-size table of the GPU-bound sweep (collprof-collate --sizes):
+  # shown, and held to summary.json (calls, samples, GPU time per class)
+  if [ -d "$RUN_OUT/gt$np/prof" ]; then
+    echo "== gt$np: message sizes (collprof-collate --sizes) against summary.json"
+    "$B/bin/collprof-collate" -q --no-summary "$RUN_OUT/gt$np/prof" --sizes "$RUN_OUT/gt$np/sizes.txt" &&
+      python3 "$TOP/test/sizes_oracle.py" "$RUN_OUT/gt$np/prof" "$RUN_OUT/gt$np/sizes.txt" summary ||
+      fail=$((fail + 1))
+    grep -E "^ID|MiB" "$RUN_OUT/gt$np/sizes.txt" | sed 's/^/   /' | head -n 30
+  fi
   if [ -e "$RUN_OUT/gp$np/prof/rank1.jsonl" ]; then
     echo "== gp$np: rank 0's timed launches beside rank 1's"
     python3 "$TOP/test/gpu/launch_skew.py" "$RUN_OUT/gp$np/prof/rank0.jsonl" "$RUN_OUT/gp$np/prof/rank1.jsonl"
