@@ -33,6 +33,28 @@ int cp_export_html(const cp_run *run, const cp_summary *s, const char *out, size
 /* From the rank files' "gpuSizes" (run), by the summary's global paths. */
 int cp_export_sizes(const cp_run *run, const cp_summary *s, const char *out);
 
+/* ---- message sizes (export_sizes.c), for --sizes and the HTML report ---- */
+
+/* One log2 size class of a global path, over the ranks (export_sizes.c
+ * says how each number is made). */
+typedef struct cp_size_sum {
+  uint64_t calls, samples, first, outliers;
+  uint64_t per_n, per_ns;  /* periodic samples but the outliers, their GPU ns */
+  double est_ns;           /* the class's GPU time, rank by rank by the plugin's rule */
+  int uncovered;           /* a rank has calls of it that no periodic sample stands for */
+} cp_size_sum;
+/* Per summary path (by global id) its CP_GCLS classes (src/gpu_estimate.h)
+ * summed over the run's ranks, NULL for a path without any; NULL when out
+ * of memory.  Free with cp_sizes_free. */
+cp_size_sum **cp_sizes_collect(const cp_run *run, const cp_summary *s);
+void cp_sizes_free(cp_size_sum **by_id, size_t npaths);
+/* Class k's numbers as shown: its smallest size, GPU ns, a typical call's
+ * GPU ns, algorithm and bus bandwidth in GB/s (each -1 where unknown). */
+typedef struct cp_size_row { uint64_t lo; double gpu_ns, call_ns, algbw, busbw; } cp_size_row;
+void cp_size_row_of(const cp_summary *s, const cp_gpath *g, unsigned k, const cp_size_sum *c, cp_size_row *r);
+/* "64 KiB" (a whole unit), "unsized" for 0. */
+void cp_size_text(uint64_t lo, char *b, size_t n);
+
 /* ---- shared by the exporters (export_util.c) ---- */
 
 /* Open out for writing ("-" = stdout); NULL after a message. */

@@ -2,7 +2,8 @@
  * export_html.c — one self-contained HTML report (collprof-collate --html):
  * the run summary, the top paths table (by total time), and per top path a
  * bar chart of its time on each rank, as inline SVG, so imbalance shows at
- * a glance.  No network, no external scripts or styles: one file to mail or
+ * a glance, and the top Coll/P2p paths' message sizes (export_sizes.c): bus
+ * bandwidth against size, and a table per path.  No network, no external scripts or styles: one file to mail or
  * attach to a ticket.  A few lines of inline script only highlight one
  * rank's bars across charts on hover, and set a marker the tests look for.
  *
@@ -13,6 +14,7 @@
  */
 #include "export.h"
 #include "frozen.h"
+#include "gpu_estimate.h"
 #include "reduce.h"
 #include "report.h"
 #include "collprof.h"
@@ -334,6 +336,109 @@ static void cp_run_summary(FILE *f, const cp_summary *s) {
   fputs("</div>\n", f);
 }
 
+/* Bus bandwidth against size (log2 classes evenly spaced), where at least
+ * two classes have one. */
+static void cp_sizes_chart(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c) {
+  cp_size_row r[CP_GCLS];
+  unsigned ks[CP_GCLS], n = 0;
+  double mx = 0;
+  for (unsigned k = 1; k < CP_GCLS; k++) {
+    if (!c[k].calls && !c[k].samples) continue;
+    cp_size_row_of(s, g, k, &c[k], &r[n]);
+    if (r[n].busbw < 0) continue;
+    if (r[n].busbw > mx) mx = r[n].busbw;
+    ks[n++] = k;
+  }
+  if (n < 2 || mx <= 0) return;
+  const int x0 = 48, y0 = 8, pw = 360, ph = 120, w = x0 + pw + 24, h = y0 + ph + 28;
+  const unsigned k0 = ks[0], k1 = ks[n - 1];
+  char a[32], b[32];
+  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+             "role=\"img\"><title>bus bandwidth by message size</title>\n", w, h, w, h);
+  fprintf(f, "<line class=\"avg\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>", x0, y0 + ph, x0 + pw, y0 + ph);
+  fprintf(f, "<text x=\"0\" y=\"%d\">%.3g GB/s</text><text x=\"0\" y=\"%d\">0</text>", y0 + 10, mx, y0 + ph);
+  cp_size_text(1ull << (k0 - 1), a, sizeof a);
+  cp_size_text(1ull << (k1 - 1), b, sizeof b);
+  fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", x0,
+          y0 + ph + 16, a, x0 + pw, y0 + ph + 16, b);
+  fputs("<polyline fill=\"none\" stroke=\"#4e79a7\" stroke-width=\"2\" points=\"", f);
+  for (unsigned i = 0; i < n; i++)
+    fprintf(f, "%s%.1f,%.1f", i ? " " : "", x0 + (double)(ks[i] - k0) / (double)(k1 - k0) * pw,
+            y0 + ph - r[i].busbw / mx * ph);
+  fputs("\"/>\n", f);
+  for (unsigned i = 0; i < n; i++) {
+    cp_size_text(r[i].lo, a, sizeof a);
+    fprintf(f, "<circle r=\"3\" fill=\"#4e79a7\" cx=\"%.1f\" cy=\"%.1f\"><title>%s: %.3f GB/s</title></circle>",
+            x0 + (double)(ks[i] - k0) / (double)(k1 - k0) * pw, y0 + ph - r[i].busbw / mx * ph, a, r[i].busbw);
+  }
+  fputs("</svg>\n", f);
+}
+
+/* One top Coll/P2p path's size classes: the chart, then a table whose
+ * cells carry data-key/data-value as the text export's columns. */
+static void cp_sizes_figure(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c) {
+  fprintf(f, "<figure data-sizes-path=\"%" PRId64 "\"><figcaption><b>#%" PRId64 "</b> <code>", g->id, g->id);
+  cp_hpath(f, g->path);
+  fputs("</code></figcaption>\n", f);
+  cp_sizes_chart(f, s, g, c);
+  fputs("<table class=\"paths\"><thead><tr><th>size</th><th>calls</th><th>samples</th><th>GPU time</th>"
+        "<th>GPU/call</th><th>bus BW</th></tr></thead><tbody>\n", f);
+  for (unsigned k = 0; k < CP_GCLS; k++) {
+    if (!c[k].calls && !c[k].samples) continue;
+    cp_size_row r;
+    cp_size_row_of(s, g, k, &c[k], &r);
+    char sz[32], v[64], shown[64];
+    cp_size_text(r.lo, sz, sizeof sz);
+    fprintf(f, "<tr data-lo=\"%" PRIu64 "\"><td>%s</td>", r.lo, sz);
+    snprintf(v, sizeof v, "%" PRIu64, c[k].calls);
+    cp_num_cell(f, "calls", v, v);
+    snprintf(v, sizeof v, "%" PRIu64, c[k].samples);
+    cp_num_cell(f, "samples", v, v);
+    snprintf(v, sizeof v, "%.0f", r.gpu_ns);
+    cp_num_cell(f, "gpu_ns", r.gpu_ns >= 0 ? v : "", r.gpu_ns >= 0 ? cp_fmt_ns(r.gpu_ns, shown, sizeof shown) : "-");
+    snprintf(v, sizeof v, "%.3f", r.call_ns);
+    cp_num_cell(f, "call_ns", r.call_ns >= 0 ? v : "", r.call_ns >= 0 ? cp_fmt_ns(r.call_ns, shown, sizeof shown) : "-");
+    snprintf(v, sizeof v, "%.6f", r.busbw);
+    snprintf(shown, sizeof shown, "%.2f GB/s", r.busbw);
+    cp_num_cell(f, "busbw_gbs", r.busbw >= 0 ? v : "", r.busbw >= 0 ? shown : "-");
+    fputs("</tr>\n", f);
+  }
+  fputs("</tbody></table></figure>\n", f);
+}
+
+/* The message sizes (export_sizes.c) of the Coll/P2p paths with the most
+ * GPU time (the summary's estimate), at most top of them. */
+typedef struct { double gpu_ns; size_t id; } cp_gpu_rank;
+static int cp_gpu_rank_cmp(const void *x, const void *y) {
+  const cp_gpu_rank *a = x, *b = y;
+  if (a->gpu_ns != b->gpu_ns) return a->gpu_ns > b->gpu_ns ? -1 : 1;
+  return a->id < b->id ? -1 : a->id > b->id;
+}
+static void cp_sizes_section(FILE *f, const cp_run *run, const cp_summary *s, size_t top) {
+  cp_size_sum **by_id = cp_sizes_collect(run, s);
+  cp_gpu_rank *o = by_id ? malloc((s->npaths ? s->npaths : 1) * sizeof *o) : NULL;
+  size_t n = 0;
+  for (size_t id = 0; o && id < s->npaths; id++) {
+    if (!by_id[id]) continue;
+    cp_gderived d;
+    cp_gpath_derive(s, &s->paths[id], &d);
+    o[n++] = (cp_gpu_rank){d.gpu_est_ns, id};
+  }
+  if (n) {
+    qsort(o, n, sizeof *o, cp_gpu_rank_cmp);
+    fprintf(f, "<h2 id=\"sizes\">Message sizes: the %zu Coll/P2p paths with the most GPU time</h2>\n"
+               "<p class=\"note\">Per log2 size class (calls of size to 2&times;size bytes per rank): calls "
+               "summed over ranks, GPU samples, the class's GPU time, a typical call's (the periodic samples' "
+               "mean, outliers left out) and the nccl-tests bus bandwidth it gives at the class's smallest "
+               "size (exact for power-of-two sizes). <code>collprof-collate --sizes</code> lists every "
+               "path.</p>\n<div class=\"charts\">\n", n < top ? n : top);
+    for (size_t i = 0; i < n && i < top; i++) cp_sizes_figure(f, s, &s->paths[o[i].id], by_id[o[i].id]);
+    fputs("</div>\n", f);
+  }
+  free(o);
+  cp_sizes_free(by_id, s->npaths);
+}
+
 int cp_export_html(const cp_run *run, const cp_summary *s, const char *out, size_t top) {
   if (!top) top = 10;
   size_t *order = cp_summary_order_by_total(s);
@@ -371,7 +476,9 @@ int cp_export_html(const cp_run *run, const cp_summary *s, const char *out, size
         "rank: the rank's total time on the path (red: maximum, green: minimum, dashed: "
         "average). Hover a bar to see the same rank in every chart.</p>\n<div class=\"charts\">\n", f);
   for (size_t t = 0; t < ntop; t++) cp_chart(f, run, &s->paths[order[t]], &val[t * run->nranks]);
-  fprintf(f, "</div>\n<script>%s</script>\n</body></html>\n", cp_js);
+  fputs("</div>\n", f);
+  cp_sizes_section(f, run, s, top);
+  fprintf(f, "<script>%s</script>\n</body></html>\n", cp_js);
   free(order);
   free(val);
   return cp_export_close(f, out);

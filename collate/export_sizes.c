@@ -40,12 +40,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-typedef struct {
-  uint64_t calls, samples, first, outliers, per_n, per_ns;
-  double est_ns;       /* the class's GPU time as the plugin estimates it, summed over ranks */
-  int uncovered;       /* a rank has calls of it that its samples cannot stand for */
-} size_sum;
-
 /* Class k of a "gpuSizes" entry's smallest size (0, or 2^(k-1)). */
 static unsigned class_of(uint64_t lo) {
   if (!lo) return 0;
@@ -53,7 +47,7 @@ static unsigned class_of(uint64_t lo) {
   return k < CP_GCLS ? k : CP_GCLS - 1;
 }
 
-static void add_rank_class(size_sum *c, const cp_size_rec *e) {
+static void add_rank_class(cp_size_sum *c, const cp_size_rec *e) {
   c->calls += e->calls;
   c->samples += e->samples;
   c->first += e->first_samples;
@@ -76,58 +70,77 @@ static void add_rank_class(size_sum *c, const cp_size_rec *e) {
   else c->uncovered = 1;
 }
 
-static void size_text(uint64_t lo, char *b, size_t n) {
+void cp_size_row_of(const cp_summary *s, const cp_gpath *g, unsigned k, const cp_size_sum *c, cp_size_row *r) {
+  r->lo = k ? 1ull << (k - 1) : 0;
+  r->gpu_ns = !c->uncovered && c->samples ? c->est_ns : -1;
+  r->call_ns = r->algbw = r->busbw = -1;
+  if (!c->per_n) return;
+  r->call_ns = (double)c->per_ns / (double)c->per_n;
+  double mult, factor;
+  if (k && r->call_ns > 0 && cp_bw_factors(g->leaf_type, g->leaf_func, s->agg.bw_nranks, &mult, &factor)) {
+    r->algbw = (double)r->lo * mult / r->call_ns;   /* bytes per ns = GB/s */
+    r->busbw = r->algbw * factor;
+  }
+}
+
+void cp_size_text(uint64_t lo, char *b, size_t n) {
   static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (!lo) { snprintf(b, n, "unsized"); return; }
   unsigned u = 0;
   while (lo >= 1024 && lo % 1024 == 0 && u + 1 < sizeof unit / sizeof *unit) lo /= 1024, u++;
   snprintf(b, n, "%" PRIu64 " %s", lo, unit[u]);
 }
 
-static void path_rows(FILE *f, const cp_summary *s, const cp_gpath *g, const size_sum *c) {
+static void path_rows(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c) {
   fprintf(f, "\nID %" PRId64 "  %s\n", (int64_t)(g - s->paths), g->path);
   fprintf(f, "%10s | %12s | %9s | %7s | %8s | %13s | %12s | %12s | %12s\n", "Size", "Calls", "Samples", "First",
           "Outliers", "GPU[s]", "GPU/call[us]", "AlgBW[GB/s]", "BusBW[GB/s]");
   fprintf(f, "----------------------------------------------------------------------------------------------------"
              "-------------\n");
-  double mult = 1, factor = 1;
-  const int bw = cp_bw_factors(g->leaf_type, g->leaf_func, s->agg.bw_nranks, &mult, &factor);
   for (unsigned k = 0; k < CP_GCLS; k++) {
-    const size_sum *e = &c[k];
+    const cp_size_sum *e = &c[k];
     if (!e->calls && !e->samples) continue;
-    const uint64_t lo = k ? 1ull << (k - 1) : 0;
+    cp_size_row r;
+    cp_size_row_of(s, g, k, e, &r);
     char sz[32], tot[32] = "-", per[32] = "-", alg[32] = "-", bus[32] = "-";
-    if (!e->uncovered && e->samples) snprintf(tot, sizeof tot, "%.6f", e->est_ns / 1e9);
-    if (k) size_text(lo, sz, sizeof sz);
-    else snprintf(sz, sizeof sz, "unsized");
-    if (e->per_n) {
-      const double t = (double)e->per_ns / (double)e->per_n;   /* ns */
-      snprintf(per, sizeof per, "%.3f", t / 1e3);
-      if (bw && k && t > 0) {
-        const double a = (double)lo * mult / t;   /* bytes per ns = GB/s */
-        snprintf(alg, sizeof alg, "%.3f", a);
-        snprintf(bus, sizeof bus, "%.3f", a * factor);
-      }
-    }
+    cp_size_text(r.lo, sz, sizeof sz);
+    if (r.gpu_ns >= 0) snprintf(tot, sizeof tot, "%.6f", r.gpu_ns / 1e9);
+    if (r.call_ns >= 0) snprintf(per, sizeof per, "%.3f", r.call_ns / 1e3);
+    if (r.algbw >= 0) snprintf(alg, sizeof alg, "%.3f", r.algbw);
+    if (r.busbw >= 0) snprintf(bus, sizeof bus, "%.3f", r.busbw);
     fprintf(f, "%10s | %12" PRIu64 " | %9" PRIu64 " | %7" PRIu64 " | %8" PRIu64 " | %13s | %12s | %12s | %12s\n",
             sz, e->calls, e->samples, e->first, e->outliers, tot, per, alg, bus);
   }
 }
 
-int cp_export_sizes(const cp_run *run, const cp_summary *s, const char *out) {
-  size_sum **by_id = calloc(s->npaths ? s->npaths : 1, sizeof *by_id);
-  if (!by_id) { fprintf(stderr, "collprof: out of memory for %s\n", out); return -1; }
-  int rc = 0;
-  for (size_t r = 0; r < run->nranks && !rc; r++) {
+cp_size_sum **cp_sizes_collect(const cp_run *run, const cp_summary *s) {
+  cp_size_sum **by_id = calloc(s->npaths ? s->npaths : 1, sizeof *by_id);
+  if (!by_id) return NULL;
+  for (size_t r = 0; r < run->nranks; r++) {
     const cp_rank_data *rd = &run->ranks[r];
-    for (size_t i = 0; i < rd->npaths && !rc; i++) {
+    for (size_t i = 0; i < rd->npaths; i++) {
       const cp_path_rec *p = &rd->paths[i];
       if (!p->nsizes) continue;
       const int64_t id = cp_export_global_id(s, p);
       if (id < 0 || (uint64_t)id >= s->npaths) continue;
-      if (!by_id[id] && !(by_id[id] = calloc(CP_GCLS, sizeof **by_id))) rc = -1;
-      for (size_t j = 0; !rc && j < p->nsizes; j++) add_rank_class(&by_id[id][class_of(p->sizes[j].lo)], &p->sizes[j]);
+      if (!by_id[id] && !(by_id[id] = calloc(CP_GCLS, sizeof **by_id))) {
+        cp_sizes_free(by_id, s->npaths);
+        return NULL;
+      }
+      for (size_t j = 0; j < p->nsizes; j++) add_rank_class(&by_id[id][class_of(p->sizes[j].lo)], &p->sizes[j]);
     }
   }
+  return by_id;
+}
+
+void cp_sizes_free(cp_size_sum **by_id, size_t npaths) {
+  for (size_t id = 0; by_id && id < npaths; id++) free(by_id[id]);
+  free(by_id);
+}
+
+int cp_export_sizes(const cp_run *run, const cp_summary *s, const char *out) {
+  cp_size_sum **by_id = cp_sizes_collect(run, s);
+  int rc = by_id ? 0 : -1;
   FILE *f = rc ? NULL : cp_export_open(out);
   if (rc) fprintf(stderr, "collprof: out of memory for %s\n", out);
   if (f) {
@@ -152,7 +165,6 @@ int cp_export_sizes(const cp_run *run, const cp_summary *s, const char *out) {
   } else {
     rc = -1;
   }
-  for (size_t id = 0; id < s->npaths; id++) free(by_id[id]);
-  free(by_id);
+  cp_sizes_free(by_id, s->npaths);
   return rc;
 }

@@ -21,8 +21,8 @@ TOPN=5
 
 "${MPIRUN[@]}" -np 4 "$BIN/collprof" -q -o "$T/run" -- "$BIN/collprof-replay" "${files[@]}" >"$T/mpi.out" 2>&1
 is "$?" 0 "4-rank replay through the launcher"
-"$BIN/collprof-collate" -q "$T/run" --html "$T/report.html" --top $TOPN >"$T/c.out" 2>&1
-is "$?" 0 "collprof-collate --html"
+"$BIN/collprof-collate" -q "$T/run" --html "$T/report.html" --top $TOPN --sizes "$T/sizes.txt" >"$T/c.out" 2>&1
+is "$?" 0 "collprof-collate --html (and --sizes)"
 ok "report written" test -s "$T/report.html"
 ok "self-contained: no src/href/link/import/url(), no address but the SVG namespace" bash -c "
   ! grep -Eiq '<link|<iframe|<img|@import|url\\(| src=| href=' '$T/report.html' &&
@@ -43,11 +43,18 @@ import json, sys, glob
 from html.parser import HTMLParser
 run, dom, topn = sys.argv[1], sys.argv[2], int(sys.argv[3])
 summ = json.load(open(run + '/summary.json'))
+sys.path.insert(0, sys.argv[5])
+import sizes_oracle
 class P(HTMLParser):
     def __init__(s):
         super().__init__(); s.bars = []; s.rows = []; s.cells = []; s.kv = []; s.row = None
+        s.figs = []; s.lo = None   # message sizes: [(path id, {lo: {key: value}})]
     def handle_starttag(s, tag, a):
         a = dict(a)
+        if tag == 'figure' and 'data-sizes-path' in a: s.figs.append((int(a['data-sizes-path']), {}))
+        if tag == 'tr' and 'data-lo' in a:
+            s.lo = int(a['data-lo']); s.figs[-1][1][s.lo] = {}
+        if tag == 'td' and 'data-key' in a and s.lo is not None: s.figs[-1][1][s.lo][a['data-key']] = a['data-value']
         if tag == 'rect' and 'bar' in (a.get('class') or '').split(): s.bars.append(a)
         if tag == 'tr' and 'data-path' in a:
             s.row = int(a['data-path']); s.rows.append(s.row)
@@ -55,7 +62,7 @@ class P(HTMLParser):
             s.cells.append((s.row, a['data-key'], a['data-value']))
         if tag == 'b' and 'data-key' in a: s.kv.append((a['data-key'], a['data-value']))
     def handle_endtag(s, tag):
-        if tag == 'tr': s.row = None
+        if tag == 'tr': s.row = s.lo = None
 p = P(); p.feed(open(dom).read())
 failed = []
 def check(c, name, detail=''):
@@ -101,9 +108,30 @@ for row, key, val in p.cells:
 check(len(p.cells) >= 10 * len(top) and not bad, 'table numbers equal summary.json (%d cells)' % len(p.cells), bad)
 bad = [(k, v, summ.get(k)) for k, v in p.kv if str(summ.get(k)) != v]
 check(len(p.kv) >= 10 and not bad, 'run summary numbers equal summary.json (%d)' % len(p.kv), bad)
+# message sizes: the Coll/P2p paths with the most GPU time, as --sizes has them
+text = sizes_oracle.parse(sys.argv[4])
+byname = {q['path']: q for q in summ['paths']}
+want = sorted((byname[n] for n in text), key=lambda q: (-q['gpu_est_ns'], q['id']))[:topn]
+check(len(want) > 0 and [i for i, _ in p.figs] == [q['id'] for q in want],
+      'message sizes: the %d Coll/P2p paths with the most GPU time, in order' % len(want),
+      ([i for i, _ in p.figs], [q['id'] for q in want]))
+bad, n = [], 0
+for i, rows in p.figs:
+    t = text[paths[i]['path']]
+    if sorted(rows) != sorted(t): bad.append((i, sorted(rows), sorted(t))); continue
+    for lo, c in rows.items():
+        n += 1
+        w = t[lo]
+        num = lambda v: None if v == '' else float(v)
+        if (int(c['calls']), int(c['samples'])) != (w['calls'], w['samples']): bad.append((i, lo, c, w))
+        for k, tk, scale in (('call_ns', 'per_us', 1e3), ('busbw_gbs', 'bus', 1.0), ('gpu_ns', 'gpu_s', 1e9)):
+            g, e = num(c[k]), w[tk]
+            if (g is None) != (e is None) or (g is not None and abs(g / scale - e) > 6e-4 * (1 if k != 'gpu_ns' else 1e-3)):
+                bad.append((i, lo, k, g, e))
+check(n > 0 and not bad, 'message sizes: each class row equals the --sizes text (%d rows)' % n, bad)
 sys.exit(1 if failed else 0)
 EOF
-python3 "$T/check.py" "$T/run" "$T/dom.html" $TOPN >"$T/check.out" 2>&1
+python3 "$T/check.py" "$T/run" "$T/dom.html" $TOPN "$T/sizes.txt" "$TOP/test" >"$T/check.out" 2>&1
 prc=$?
 tap_from_checker "$T/check.out"
 is "$prc" 0 "DOM checker finished"
