@@ -31,14 +31,17 @@
  *             the summary's communicator size (reduce.h, cp_bw_factors):
  *             exact for power-of-two sizes, a lower bound otherwise.
  * Paths in global id order, classes from the smallest, so two exports of
- * one run are identical.
+ * one run are identical.  A file name ending in .json gets the numbers as
+ * JSON (collprof-collate(1)).
  */
 #include "collprof.h"
 #include "export.h"
 #include "gpu_estimate.h"
 #include "reduce.h"
+#include "report.h"
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Class k of a "gpuSizes" entry's smallest size (0, or 2^(k-1)). */
 static unsigned class_of(uint64_t lo) {
@@ -138,12 +141,53 @@ void cp_sizes_free(cp_size_sum **by_id, size_t npaths) {
   free(by_id);
 }
 
+/* The same numbers as JSON (a file name ending in .json): unknown ones
+ * null, times in ns, bandwidths in GB/s. */
+static void json_num(FILE *f, const char *key, double v, const char *fmt) {
+  fprintf(f, ",\"%s\":", key);
+  if (v >= 0) fprintf(f, fmt, v);
+  else fputs("null", f);
+}
+static void json_path(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c, int first) {
+  fprintf(f, "%s\n{\"id\":%" PRId64 ",\"path\":", first ? "" : ",", (int64_t)(g - s->paths));
+  cp_json_str(f, g->path);
+  fputs(",\"sizes\":[", f);
+  int n = 0;
+  for (unsigned k = 0; k < CP_GCLS; k++) {
+    const cp_size_sum *e = &c[k];
+    if (!e->calls && !e->samples) continue;
+    cp_size_row r;
+    cp_size_row_of(s, g, k, e, &r);
+    fprintf(f, "%s{\"bytes\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"firstSamples\":%" PRIu64
+               ",\"outliers\":%" PRIu64, n++ ? "," : "", r.lo, e->calls, e->samples, e->first, e->outliers);
+    json_num(f, "gpuNs", r.gpu_ns, "%.0f");
+    json_num(f, "callNs", r.call_ns, "%.3f");
+    json_num(f, "algbwGBs", r.algbw, "%.6f");
+    json_num(f, "busbwGBs", r.busbw, "%.6f");
+    fputc('}', f);
+  }
+  fputs("]}", f);
+}
+
+static int ends_with(const char *s, const char *t) {
+  size_t a = strlen(s), b = strlen(t);
+  return a >= b && !strcmp(s + a - b, t);
+}
+
 int cp_export_sizes(const cp_run *run, const cp_summary *s, const char *out) {
   cp_size_sum **by_id = cp_sizes_collect(run, s);
   int rc = by_id ? 0 : -1;
   FILE *f = rc ? NULL : cp_export_open(out);
   if (rc) fprintf(stderr, "collprof: out of memory for %s\n", out);
-  if (f) {
+  if (f && out && ends_with(out, ".json")) {
+    fprintf(f, "{\"tool\":\"collprof\",\"version\":\"%s\",\"outlierFactor\":%.1f,\"bwRanks\":%d,\"paths\":[",
+            COLLPROF_VERSION, CP_GCLS_OUTLIER, s->agg.bw_nranks > 0 ? s->agg.bw_nranks : 0);
+    int first = 1;
+    for (size_t id = 0; id < s->npaths; id++)
+      if (by_id[id]) { json_path(f, s, &s->paths[id], by_id[id], first); first = 0; }
+    fputs("\n]}\n", f);
+    rc = cp_export_close(f, out);
+  } else if (f) {
     fprintf(f, "collprof %s - message sizes of the Coll/P2p paths, all ranks\n", COLLPROF_VERSION);
     fprintf(f,
             "Size      a log2 class: [size, 2 x size) bytes per rank and call\n"

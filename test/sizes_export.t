@@ -51,6 +51,30 @@ print(sum(1 for p in json.load(open(sys.argv[1]))["paths"]
           if p.get("gpu_samples") and p["leafType"] in ("ncclProfileColl", "ncclProfileP2p")))' "$T/nvlink4/summary.json")" \
    "nvlink4: one table per sampled Coll/P2p path"
 
+# as JSON (a name ending in .json): the same rows
+for name in ag4 nvlink4; do
+  "$COLLATE" -q --no-summary "$T/$name" --sizes "$T/$name.sizes.json" >/dev/null 2>&1
+  ok "$name: --sizes FILE.json holds the text's rows" python3 - "$T/$name.sizes.json" "$T/$name.sizes" "$TOP/test" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[3])
+import sizes_oracle
+j, t = json.load(open(sys.argv[1])), sizes_oracle.parse(sys.argv[2])
+assert j["tool"] == "collprof" and j["paths"], j.keys()
+assert sorted(p["path"] for p in j["paths"]) == sorted(t), "paths differ"
+for p in j["paths"]:
+    rows = t[p["path"]]
+    assert sorted(c["bytes"] for c in p["sizes"]) == sorted(rows), p["path"]
+    for c in p["sizes"]:
+        w = rows[c["bytes"]]
+        assert (c["calls"], c["samples"], c["firstSamples"], c["outliers"]) == \
+               (w["calls"], w["samples"], w["first"], w["outliers"]), (p["path"], c, w)
+        for k, tk, sc, tol in (("gpuNs", "gpu_s", 1e9, 5.1e-7), ("callNs", "per_us", 1e3, 5.1e-4),
+                               ("algbwGBs", "alg", 1, 5.1e-4), ("busbwGBs", "bus", 1, 5.1e-4)):
+            assert (c[k] is None) == (w[tk] is None), (p["path"], c["bytes"], k)
+            assert c[k] is None or abs(c[k] / sc - w[tk]) <= tol, (p["path"], c["bytes"], k, c[k], w[tk])
+PY
+done
+
 # to stdout, and what cannot be written
 "$COLLATE" -q --no-summary "$T/ag4" --sizes - >"$T/stdout.sizes" 2>"$T/stdout.err"
 is "$?" 0 "--sizes -: exit 0"
