@@ -104,7 +104,7 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
     fprintf(f, "GPU time (Coll/P2p, from KernelCh samples; ~ estimated per message-size class,"
                " first-call samples and outliers counted once;\n"
                "  Launches: timed kernel launches, CUDA events on the launch stream, GPU/call their mean"
-               " as an application's events see it)\n");
+               " as an application's events see it; per message size: collprof-collate --sizes)\n");
     int lw = fprintf(f, "%12s | %9s | %7s | %8s | %12s | %13s | %13s | %9s | %13s | %-*s | %s\n", "Calls", "Samples",
                      "First", "Outliers", "Borrowed", "GPU[s]", "GPU/call[us]", "Launches", "GPU/call[us]", pw, "Path",
                      "ID");
