@@ -37,7 +37,7 @@ val() { sed -n "s/^$1=//p" out | head -n 1; }
 "$CP" --help >out 2>err
 is "$?" 0 "--help exits 0"
 ok "--help shows the usage and every option" bash -c \
-  'grep -q "^Usage: collprof \[options\] \[--\] program" out && for o in --output --events --trace --no-trace --gpu-sample --host-sample --seed --periods --paused --rank-logs --capture --quiet --mpi --no-mpi --list-events --help --version; do grep -q -- "$o" out || { echo "missing $o"; exit 1; }; done'
+  'grep -q "^Usage: collprof \[options\] \[--\] program" out && for o in --output --events --trace --no-trace --gpu-sample --host-sample --seed --periods --paused --rank-logs --capture --collate --quiet --mpi --no-mpi --list-events --help --version; do grep -q -- "$o" out || { echo "missing $o"; exit 1; }; done'
 ver=$(sed -n 's/^#define COLLPROF_VERSION "\(.*\)"/\1/p' "$TOP/include/collprof.h")
 is "$("$CP" --version)" "collprof $ver" "--version prints COLLPROF_VERSION"
 "$CP" --list-events >out 2>err
@@ -170,6 +170,27 @@ is "$(cat rc)" 126 "not executable: 126"
 rm -f started; (cd /tmp && COLLPROF_LIBDIR=$FAKE PATH="$T:$PATH" "$CP" prog >"$T/out" 2>"$T/err")
 ok "program found through PATH" test -e started
 
+# --collate with the stand-in libraries: the program as a child, its status
+# and signals, the rules (needs -o, not under MPI)
+run --collate --no-mpi -q -- ./prog
+is "$(cat rc)" 2 "--collate without -o: exits 2"
+ok "... not started, with a message" bash -c '! test -e started && grep -q -- "--collate needs the output folder" err'
+run --collate --no-mpi -q -o "$T/cl0" -- sh -c 'exit 3'
+is "$(cat rc)" 3 "--collate: the program's exit status"
+ok "... and one line: nothing to collate" grep -q "cl0 was not made: no process of the run profiled NCCL" err
+run --collate --mpi -q -o "$T/cl1" -- ./prog
+ok "--collate under MPI: ignored, said, the program runs" bash -c \
+  'test -e started && grep -q -- "--collate is for runs without MPI" err'
+COLLPROF_COLLATE=1 COLLPROF_LIBDIR=$FAKE "$CP" --no-mpi -q -o "$T/cl2" -- sleep 30 >out 2>err &
+L=$!
+sleep 0.5
+kill -TERM $L
+wait $L
+is "$?" 143 "COLLPROF_COLLATE=1: SIGTERM to the launcher ends the program, status 128+15"
+ok "... the program is gone" bash -c '! pgrep -f "^sleep 30\$" >/dev/null'
+run --collate --no-mpi -q -o "$T/cl3" -- ./no-such-program
+is "$(cat rc)" 127 "--collate: program not found, 127"
+
 # The real build: libraries found next to the launcher.
 if [ -n "${SAN:-}" ]; then
   skip "sanitized libcollprof.so cannot be preloaded into an uninstrumented program"
@@ -178,5 +199,22 @@ elif [ -e "$LIB/libcollprof.so" ]; then
   is "$(val LD_PRELOAD)" "$(readlink -f "$LIB/libcollprof.so")" "libraries found in <bindir>/../lib"
 else
   skip "no $LIB/libcollprof.so"
+fi
+
+# --collate on a real run without MPI: two replays under one shell, then
+# the summary, report and size table in the folder, and no file from the
+# collation itself
+if [ -n "${SAN:-}" ]; then
+  skip "sanitized libcollprof.so cannot be preloaded into an uninstrumented program"
+elif [ -x "$BIN/collprof-replay" ] && [ -x "$BIN/collprof-collate" ] && [ -e "$FIX/ag4_net/p1.jsonl" ]; then
+  "$CP" --collate -o "$T/coll" -- sh -c 'for f in "$@"; do "$0" --no-mpi --plugin "$NCCL_PROFILER_PLUGIN" "$f" & done; wait' \
+    "$BIN/collprof-replay" "$FIX/ag4_net/p0.jsonl" "$FIX/ag4_net/p1.jsonl" >out 2>err
+  is "$?" 0 "--collate, real run: exit 0"
+  ok "... summary of 2 ranks, report.html, sizes.txt, 2 rank files" bash -c \
+    'grep -q "Ranks: *2 " coll/summary.log && test -s coll/report.html && grep -q "^ID " coll/sizes.txt &&
+     [ $(ls coll/*.jsonl | wc -l) = 2 ]' 
+  ok "... the launcher said where the report is" grep -q "report in $T/coll/report.html" err
+else
+  skip "no collprof-replay, collprof-collate or fixtures"
 fi
 done_testing

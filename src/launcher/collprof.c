@@ -3,7 +3,8 @@
  * [args...]`, alone or once per rank under mpirun/srun/torchrun.
  *
  * It only prepares the environment and execs the program, so it adds no
- * process and no cost: LD_PRELOAD gets libcollprof-mpi.so (MPI programs:
+ * process and no cost (--collate excepted: it waits for the program and
+ * then collates, collate_after.c): LD_PRELOAD gets libcollprof-mpi.so (MPI programs:
  * the MPI_Init/MPI_Finalize wrappers that collate at the end) or
  * libcollprof.so (programs without MPI) prepended to whatever the user
  * preloads; NCCL_PROFILER_PLUGIN names libcollprof.so by absolute path; each
@@ -12,11 +13,12 @@
  * libraries are found next to the launcher (<bindir>/../lib, the same in
  * the build and the install tree) unless COLLPROF_LIBDIR says otherwise.
  *
- * Exit status: the program's own (exec), 2 for bad options (the program is
- * not started), 127 program not found, 126 not executable, 1 libraries
- * missing.
+ * Exit status: the program's own (exec; with --collate 128 + the signal
+ * that ended it), 2 for bad options (the program is not started), 127
+ * program not found, 126 not executable, 1 libraries missing.
  */
 #include "collprof.h"
+#include "collate_after.h"
 #include "elf_needed.h"
 #include "events.h"
 
@@ -69,6 +71,11 @@ static void cp_usage(FILE *f) {
     "                          [COLLPROF_RANK_LOGS] (default none)\n"
     "      --capture           also record every NCCL callback as a replayable\n"
     "                          capture [COLLPROF_CAPTURE=1]\n"
+    "      --collate           without MPI: run the program as a child and, when it\n"
+    "                          has ended, collate the output folder (-o) into\n"
+    "                          summary.log, report.html and sizes.txt there, e.g.\n"
+    "                          collprof --collate -o run1 -- torchrun ... train.py\n"
+    "                          [COLLPROF_COLLATE=1]\n"
     "  -q, --quiet             only warnings on stderr [COLLPROF_QUIET=1]\n"
     "      --mpi, --no-mpi     preload the MPI layer or not [COLLPROF_MPI=1|0]\n"
     "                          (default: detected from the program and mpirun)\n"
@@ -77,7 +84,7 @@ static void cp_usage(FILE *f) {
     "  -V, --version           version\n"
     "\n"
     "Libraries come from <dir of collprof>/../lib [COLLPROF_LIBDIR].\n"
-    "Offline summary and reports: collprof-collate DIR [--chrome F] [--html F].\n"
+    "Offline summary and reports: collprof-collate DIR [--chrome F] [--html F] [--sizes F].\n"
     "See collprof(1) and collprof(7).\n",
     cp_prog);
 }
@@ -223,7 +230,7 @@ static const char *cp_basename(const char *p) {
 }
 
 enum { OPT_TRACE = 256, OPT_NO_TRACE, OPT_GPU_SAMPLE, OPT_HOST_SAMPLE, OPT_SEED, OPT_PERIODS, OPT_PAUSED, OPT_RANK_LOGS,
-       OPT_CAPTURE, OPT_MPI, OPT_NO_MPI, OPT_LIST_EVENTS };
+       OPT_CAPTURE, OPT_MPI, OPT_NO_MPI, OPT_LIST_EVENTS, OPT_COLLATE };
 
 int main(int argc, char **argv) {
   static const struct option longopts[] = {
@@ -236,12 +243,13 @@ int main(int argc, char **argv) {
     {"paused", no_argument, 0, OPT_PAUSED},
     {"rank-logs", required_argument, 0, OPT_RANK_LOGS},
     {"capture", no_argument, 0, OPT_CAPTURE}, {"quiet", no_argument, 0, 'q'},
+    {"collate", no_argument, 0, OPT_COLLATE},
     {"mpi", no_argument, 0, OPT_MPI},         {"no-mpi", no_argument, 0, OPT_NO_MPI},
     {"list-events", no_argument, 0, OPT_LIST_EVENTS},
     {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
     {0, 0, 0, 0}};
   const char *output = NULL, *periods = NULL, *rank_logs = NULL, *seed = NULL;
-  int trace = -1, capture = 0, quiet = 0, mpi = -1, list_events = 0, have_mask = 0, paused = 0;
+  int trace = -1, capture = 0, quiet = 0, mpi = -1, list_events = 0, have_mask = 0, paused = 0, collate = 0;
   enum { HOST_SAMPLE_AUTO = -2 };   /* -1: not given */
   long gpu_sample = -1, host_sample = -1;
   uint32_t mask = 0;
@@ -288,6 +296,7 @@ int main(int argc, char **argv) {
       break;
     case OPT_PAUSED: paused = 1; break;
     case OPT_CAPTURE: capture = 1; break;
+    case OPT_COLLATE: collate = 1; break;
     case 'q': quiet = 1; break;
     case OPT_MPI: mpi = 1; break;
     case OPT_NO_MPI: mpi = 0; break;
@@ -387,6 +396,21 @@ int main(int argc, char **argv) {
   }
   if (mpi < 0) mpi = cp_mpi_env() || cp_elf_links_mpi(path) == 1;
 
+  if (!collate) {
+    const char *cv = getenv("COLLPROF_COLLATE");
+    collate = cv && *cv && strcmp(cv, "0") != 0;
+  }
+  if (collate && mpi) {
+    fprintf(stderr, "%s: --collate is for runs without MPI: the MPI layer collates at MPI_Finalize; "
+                    "ignored\n", cp_prog);
+    collate = 0;
+  }
+  if (collate && !(getenv("COLLPROF_OUTPUT_DIR") && *getenv("COLLPROF_OUTPUT_DIR"))) {
+    fprintf(stderr, "%s: --collate needs the output folder: give -o DIR (every process of the job "
+                    "writes there)\n", cp_prog);
+    return 2;
+  }
+
   /* The libraries. */
   char libdir[PATH_MAX], plugin[PATH_MAX + 32], mpilib[PATH_MAX + 32];
   if (cp_libdir(libdir, sizeof libdir) != 0) {
@@ -410,6 +434,7 @@ int main(int argc, char **argv) {
   if (strpbrk(pre, ": ")) /* ld.so splits LD_PRELOAD at both */
     fprintf(stderr, "%s: %s contains ':' or ' '; LD_PRELOAD cannot name it\n", cp_prog, pre);
   const char *old = getenv("LD_PRELOAD");
+  char *preload_before = old ? strdup(old) : NULL;   /* for --collate's collprof-collate */
   if (!cp_in_list(old, pre)) {
     size_t n = strlen(pre) + (old ? strlen(old) : 0) + 2;
     char *lp = malloc(n);
@@ -425,17 +450,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: NCCL_PROFILER_PLUGIN=%s replaced by %s\n", cp_prog, np, plugin);
   cp_setenv("NCCL_PROFILER_PLUGIN", plugin);
 
-  execv(path, argv + optind);
-  int e = errno;
-  if (e == ENOEXEC) { /* a script without #!: run it with sh, as execvp does */
-    char **av = calloc((size_t)(argc - optind) + 2, sizeof *av);
-    if (av) {
-      av[0] = "/bin/sh";
-      av[1] = path;
-      for (int i = optind + 1; i < argc; i++) av[i - optind + 1] = argv[i];
-      execv("/bin/sh", av);
-    }
-  }
+  if (collate) return cp_run_then_collate(cp_prog, path, argv + optind, getenv("COLLPROF_OUTPUT_DIR"), preload_before,
+                                         quiet);
+  cp_exec_program(path, argv + optind);
+  const int e = errno;
   fprintf(stderr, "%s: %s: %s\n", cp_prog, program, strerror(e));
   return e == ENOENT ? 127 : 126;
 }
