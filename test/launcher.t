@@ -188,6 +188,9 @@ kill -TERM $L
 wait $L
 is "$?" 143 "COLLPROF_COLLATE=1: SIGTERM to the launcher ends the program, status 128+15"
 ok "... the program is gone" bash -c '! pgrep -f "^sleep 30\$" >/dev/null'
+rm -f started; WORLD_SIZE=4 COLLPROF_LIBDIR=$FAKE "$CP" --collate --no-mpi -q -o "$T/cl4" -- ./prog >out 2>err
+ok "--collate in one of several tasks (WORLD_SIZE=4): ignored, said, the program runs" bash -c \
+  'test -e started && grep -q -- "--collate: this is one task of several (WORLD_SIZE)" err'
 run --collate --no-mpi -q -o "$T/cl3" -- ./no-such-program
 is "$(cat rc)" 127 "--collate: program not found, 127"
 

@@ -205,6 +205,18 @@ static int cp_mpi_env(void) {
   return 0;
 }
 
+/* Started as one task of a job of several without MPI (torchrun's
+ * workers, an srun step of several tasks): the variable that says so, or
+ * NULL. */
+static const char *cp_one_of_several(void) {
+  static const char *vars[] = {"WORLD_SIZE", "SLURM_STEP_NUM_TASKS"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && atol(v) > 1) return vars[i];
+  }
+  return NULL;
+}
+
 /* Is `lib` already one of the entries of the LD_PRELOAD list `list`? */
 static int cp_in_list(const char *list, const char *lib) {
   size_t n = strlen(lib);
@@ -403,6 +415,13 @@ int main(int argc, char **argv) {
   if (collate && mpi) {
     fprintf(stderr, "%s: --collate is for runs without MPI: the MPI layer collates at MPI_Finalize; "
                     "ignored\n", cp_prog);
+    collate = 0;
+  }
+  const char *task = collate ? cp_one_of_several() : NULL;
+  if (task) {
+    fprintf(stderr, "%s: --collate: this is one task of several (%s): each would collate the folder while "
+                    "the others still write; ignored (wrap the whole job: collprof --collate -o DIR -- "
+                    "torchrun ...)\n", cp_prog, task);
     collate = 0;
   }
   if (collate && !(getenv("COLLPROF_OUTPUT_DIR") && *getenv("COLLPROF_OUTPUT_DIR"))) {
