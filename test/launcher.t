@@ -188,6 +188,8 @@ kill -TERM $L
 wait $L
 is "$?" 143 "COLLPROF_COLLATE=1: SIGTERM to the launcher ends the program, status 128+15"
 ok "... the program is gone" bash -c '! pgrep -f "^sleep 30\$" >/dev/null'
+(trap '' CHLD; COLLPROF_LIBDIR=$FAKE exec "$CP" --collate --no-mpi -q -o "$T/cl5" -- sh -c 'exit 5') >out 2>err
+is "$?" 5 "--collate started with SIGCHLD ignored: still the program's status"
 rm -f started; WORLD_SIZE=4 COLLPROF_LIBDIR=$FAKE "$CP" --collate --no-mpi -q -o "$T/cl4" -- ./prog >out 2>err
 ok "--collate in one of several tasks (WORLD_SIZE=4): ignored, said, the program runs" bash -c \
   'test -e started && grep -q -- "--collate: this is one task of several (WORLD_SIZE)" err'

@@ -95,9 +95,10 @@ static void collate(const char *prog, const char *dir, const char *preload_befor
     fprintf(stderr, "%s: --collate: %s: %s\n", prog, tool, strerror(errno));
     _exit(127);
   }
-  int st;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+  int st = 0;
+  pid_t w;
+  while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {}
+  if (w < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
     fprintf(stderr, "%s: --collate: collprof-collate %s did not succeed (see above)\n", prog, dir);
   else if (!quiet)
     fprintf(stderr, "%s: report in %s/report.html, message sizes in %s/sizes.txt\n", prog, dir, dir);
@@ -112,6 +113,9 @@ int cp_run_then_collate(const char *prog, const char *path, char **argv, const c
   memset(&ign, 0, sizeof ign);
   ign.sa_handler = SIG_IGN;
   static const int fwd[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}, term[] = {SIGINT, SIGQUIT};
+  /* children must be waited for: a SIGCHLD ignored by whoever started
+   * us (inherited across exec) would have them reaped unseen */
+  signal(SIGCHLD, SIG_DFL);
   /* The forwarded signals are blocked from before the fork until the
    * child's pid is known: one sent meanwhile waits, then goes on to it. */
   sigset_t block, before;
@@ -123,6 +127,7 @@ int cp_run_then_collate(const char *prog, const char *path, char **argv, const c
   const pid_t pid = fork();
   if (pid < 0) {
     fprintf(stderr, "%s: cannot start %s: %s\n", prog, path, strerror(errno));
+    for (int i = 0; i < 6; i++) sigaction(i < 4 ? fwd[i] : term[i - 4], &old[i], NULL);
     sigprocmask(SIG_SETMASK, &before, NULL);
     return 126;
   }
@@ -137,10 +142,13 @@ int cp_run_then_collate(const char *prog, const char *path, char **argv, const c
   g_child = pid;
   sigprocmask(SIG_SETMASK, &before, NULL);
   int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  pid_t w;
+  while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {}
+  const int we = errno;
   g_child = 0;
   for (int i = 0; i < 6; i++) sigaction(i < 4 ? fwd[i] : term[i - 4], &old[i], NULL);   /* the collation may be interrupted */
-  const int rc = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+  const int rc = w < 0 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+  if (w < 0) fprintf(stderr, "%s: cannot wait for %s: %s\n", prog, path, strerror(we));
   collate(prog, dir, preload_before, quiet);
   return rc;
 }
