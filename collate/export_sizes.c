@@ -43,13 +43,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Class k of a "gpuSizes" entry's smallest size (0, or 2^(k-1)). */
-static unsigned class_of(uint64_t lo) {
-  if (!lo) return 0;
-  unsigned k = 64u - (unsigned)__builtin_clzll(lo);
-  return k < CP_GCLS ? k : CP_GCLS - 1;
-}
-
 static void add_rank_class(cp_size_sum *c, const cp_size_rec *e) {
   c->calls += e->calls;
   c->samples += e->samples;
@@ -130,7 +123,7 @@ cp_size_sum **cp_sizes_collect(const cp_run *run, const cp_summary *s) {
         cp_sizes_free(by_id, s->npaths);
         return NULL;
       }
-      for (size_t j = 0; j < p->nsizes; j++) add_rank_class(&by_id[id][class_of(p->sizes[j].lo)], &p->sizes[j]);
+      for (size_t j = 0; j < p->nsizes; j++) add_rank_class(&by_id[id][cp_gcls_of(p->sizes[j].lo)], &p->sizes[j]);
     }
   }
   return by_id;

@@ -112,20 +112,22 @@ static void gpu_sizes(sbuf *b, const cp_gcls *g) {
   sb_printf(b, "]");
 }
 
+/* A path record's opening: what names the path (gid < 0: "id":null). */
+static void path_head(sbuf *b, const collprof_path_stat *p, int64_t gid) {
+  sb_printf(b, "{\"recordType\":\"path\",\"id\":");
+  if (gid >= 0) sb_printf(b, "%lld", (long long)gid);
+  else sb_printf(b, "null");
+  sb_printf(b, ",\"local\":%u,\"hash\":\"0x%016llx\",\"path\":", p->local_id, (unsigned long long)p->hash);
+  sb_str(b, p->path);
+  sb_printf(b, ",\"leafType\":\"%s\",\"leafFunc\":", cp_type_name(p->leaf_type));
+  sb_str(b, p->leaf_func);
+}
+
 static void path_records(sbuf *b, const collprof_snapshot *s, const int64_t *gids, size_t ng) {
   for (size_t i = 0; i < s->npaths; i++) {
     const collprof_path_stat *p = &s->paths[i];
     if (!p->path) continue;
-    sb_printf(b, "{\"recordType\":\"path\",\"id\":");
-    if (gids && p->local_id < ng && gids[p->local_id] >= 0)
-      sb_printf(b, "%lld", (long long)gids[p->local_id]);
-    else
-      sb_printf(b, "null");
-    sb_printf(b, ",\"local\":%u,\"hash\":\"0x%016llx\",\"path\":", p->local_id,
-              (unsigned long long)p->hash);
-    sb_str(b, p->path);
-    sb_printf(b, ",\"leafType\":\"%s\",\"leafFunc\":", cp_type_name(p->leaf_type));
-    sb_str(b, p->leaf_func);
+    path_head(b, p, gids && p->local_id < ng ? gids[p->local_id] : -1);
     sb_printf(b,
               ",\"calls\":%llu,\"total_ns\":%llu,\"self_ns\":%llu,\"min_ns\":%llu,\"max_ns\":%llu,"
               "\"bytes\":%llu,\"states\":%llu,\"gpu_ns\":%llu,\"gpu_samples\":%llu,"
@@ -167,11 +169,7 @@ static void late_path_records(sbuf *b) {
   for (size_t i = 0; i < n; i++) {
     const collprof_path_stat *p = &late[i];
     if (!p->path) continue;
-    sb_printf(b, "{\"recordType\":\"path\",\"id\":null,\"local\":%u,\"hash\":\"0x%016llx\",\"path\":",
-              p->local_id, (unsigned long long)p->hash);
-    sb_str(b, p->path);
-    sb_printf(b, ",\"leafType\":\"%s\",\"leafFunc\":", cp_type_name(p->leaf_type));
-    sb_str(b, p->leaf_func);
+    path_head(b, p, -1);
     sb_printf(b, ",\"afterFinalize\":true}\n");
   }
   free(late);

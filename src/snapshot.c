@@ -200,6 +200,15 @@ static uint64_t run_end_ns(void) {
   return atomic_compare_exchange_strong(&frozen, &zero, now) ? now : zero;
 }
 
+/* What names path i: its id, hash, string and leaf. */
+static void path_identity(collprof_path_stat *p, uint32_t i) {
+  p->local_id = i;
+  p->hash = cp_path_hash(i);
+  p->path = cp_path_str(i);
+  p->leaf_type = cp_path_type(i);
+  p->leaf_func = cp_str_get(cp_path_func(i));
+}
+
 /* Everything the core measured, now. */
 static int take_live(collprof_snapshot *out) {
   cp_defer_flush();   /* recorded proxy-thread callbacks count */
@@ -254,14 +263,7 @@ static int take_live(collprof_snapshot *out) {
   out->paths = calloc(n ? n : 1, sizeof *out->paths);
   if (!out->paths) return -1;
   out->npaths = n;
-  for (size_t i = 0; i < n; i++) {
-    collprof_path_stat *p = &out->paths[i];
-    p->local_id = (uint32_t)i;
-    p->hash = cp_path_hash((uint32_t)i);
-    p->path = cp_path_str((uint32_t)i);
-    p->leaf_type = cp_path_type((uint32_t)i);
-    p->leaf_func = cp_str_get(cp_path_func((uint32_t)i));
-  }
+  for (size_t i = 0; i < n; i++) path_identity(&out->paths[i], (uint32_t)i);
   cp_gcls **cls = calloc(n ? n : 1, sizeof *cls);   /* NULL: no estimate, collator pools */
   cp_profile_merge(out->paths, n, cls);
 
@@ -408,14 +410,7 @@ size_t cp_snapshot_paths_after_end(collprof_path_stat **out) {
   if (!have || n <= from) return 0;
   collprof_path_stat *p = calloc(n - from, sizeof *p);
   if (!p) return 0;
-  for (size_t i = from; i < n; i++) {
-    collprof_path_stat *q = &p[i - from];
-    q->local_id = (uint32_t)i;
-    q->hash = cp_path_hash((uint32_t)i);
-    q->path = cp_path_str((uint32_t)i);
-    q->leaf_type = cp_path_type((uint32_t)i);
-    q->leaf_func = cp_str_get(cp_path_func((uint32_t)i));
-  }
+  for (size_t i = from; i < n; i++) path_identity(&p[i - from], (uint32_t)i);
   *out = p;
   return n - from;
 }
