@@ -188,6 +188,17 @@ kill -TERM $L
 wait $L
 is "$?" 143 "COLLPROF_COLLATE=1: SIGTERM to the launcher ends the program, status 128+15"
 ok "... the program is gone" bash -c '! pgrep -f "^sleep 30\$" >/dev/null'
+# SIGINT sent to the launcher alone (kill, not a terminal) goes on too.  A
+# background job of a script starts with SIGINT ignored, so the program
+# sets it back to the default itself.
+COLLPROF_LIBDIR=$FAKE "$CP" --collate --no-mpi -q -o "$T/cl6" -- python3 -c \
+  'import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); open("int-ready", "w").close(); time.sleep(30)' \
+  >out 2>err &
+L=$!
+for _ in $(seq 100); do test -e int-ready && break; sleep 0.1; done
+kill -INT $L
+wait $L
+is "$?" 130 "--collate: SIGINT sent to the launcher alone ends the program, status 128+2"
 (trap '' CHLD; COLLPROF_LIBDIR=$FAKE exec "$CP" --collate --no-mpi -q -o "$T/cl5" -- sh -c 'exit 5') >out 2>err
 is "$?" 5 "--collate started with SIGCHLD ignored: still the program's status"
 rm -f started; WORLD_SIZE=4 COLLPROF_LIBDIR=$FAKE "$CP" --collate --no-mpi -q -o "$T/cl4" -- ./prog >out 2>err

@@ -41,7 +41,13 @@ void cp_exec_program(const char *path, char **argv) {
 
 static volatile sig_atomic_t g_child;
 
-static void forward(int sig) {
+/* SIGINT and SIGQUIT typed at a terminal (si_code SI_KERNEL) reach the
+ * whole foreground process group, the program included: passing them on
+ * would deliver them twice.  Sent to the launcher alone (kill, timeout,
+ * a batch system: SI_USER or SI_QUEUE), they are passed on like the rest. */
+static void forward(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  if ((sig == SIGINT || sig == SIGQUIT) && si && si->si_code == SI_KERNEL) return;
   if (g_child > 0) kill((pid_t)g_child, sig);
 }
 
@@ -106,13 +112,13 @@ static void collate(const char *prog, const char *dir, const char *preload_befor
 
 int cp_run_then_collate(const char *prog, const char *path, char **argv, const char *dir,
                         const char *preload_before, int quiet) {
-  struct sigaction fw, ign, old[6];
+  enum { NSIG_FWD = 6 };
+  static const int fwd[NSIG_FWD] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGINT, SIGQUIT};
+  struct sigaction fw, old[NSIG_FWD];
   memset(&fw, 0, sizeof fw);
-  fw.sa_handler = forward;
+  fw.sa_sigaction = forward;
+  fw.sa_flags = SA_SIGINFO;
   sigemptyset(&fw.sa_mask);
-  memset(&ign, 0, sizeof ign);
-  ign.sa_handler = SIG_IGN;
-  static const int fwd[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}, term[] = {SIGINT, SIGQUIT};
   /* children must be waited for: a SIGCHLD ignored by whoever started
    * us (inherited across exec) would have them reaped unseen */
   signal(SIGCHLD, SIG_DFL);
@@ -120,19 +126,18 @@ int cp_run_then_collate(const char *prog, const char *path, char **argv, const c
    * child's pid is known: one sent meanwhile waits, then goes on to it. */
   sigset_t block, before;
   sigemptyset(&block);
-  for (int i = 0; i < 4; i++) sigaddset(&block, fwd[i]);
+  for (int i = 0; i < NSIG_FWD; i++) sigaddset(&block, fwd[i]);
   sigprocmask(SIG_BLOCK, &block, &before);
-  for (int i = 0; i < 4; i++) sigaction(fwd[i], &fw, &old[i]);
-  for (int i = 0; i < 2; i++) sigaction(term[i], &ign, &old[4 + i]);
+  for (int i = 0; i < NSIG_FWD; i++) sigaction(fwd[i], &fw, &old[i]);
   const pid_t pid = fork();
   if (pid < 0) {
     fprintf(stderr, "%s: cannot start %s: %s\n", prog, path, strerror(errno));
-    for (int i = 0; i < 6; i++) sigaction(i < 4 ? fwd[i] : term[i - 4], &old[i], NULL);
+    for (int i = 0; i < NSIG_FWD; i++) sigaction(fwd[i], &old[i], NULL);
     sigprocmask(SIG_SETMASK, &before, NULL);
     return 126;
   }
   if (pid == 0) {
-    for (int i = 0; i < 6; i++) sigaction(i < 4 ? fwd[i] : term[i - 4], &old[i], NULL);
+    for (int i = 0; i < NSIG_FWD; i++) sigaction(fwd[i], &old[i], NULL);
     sigprocmask(SIG_SETMASK, &before, NULL);
     cp_exec_program(path, argv);
     const int e = errno;
@@ -146,7 +151,7 @@ int cp_run_then_collate(const char *prog, const char *path, char **argv, const c
   while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {}
   const int we = errno;
   g_child = 0;
-  for (int i = 0; i < 6; i++) sigaction(i < 4 ? fwd[i] : term[i - 4], &old[i], NULL);   /* the collation may be interrupted */
+  for (int i = 0; i < NSIG_FWD; i++) sigaction(fwd[i], &old[i], NULL);   /* the collation may be interrupted */
   const int rc = w < 0 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
   if (w < 0) fprintf(stderr, "%s: cannot wait for %s: %s\n", prog, path, strerror(we));
   collate(prog, dir, preload_before, quiet);
