@@ -38,10 +38,10 @@ int cp_export_sizes(const cp_run *run, const cp_summary *s, const char *out);
 /* One log2 size class of a global path, over the ranks (export_sizes.c
  * says how each number is made). */
 typedef struct cp_size_sum {
-  uint64_t calls, samples, first, outliers;
+  uint64_t calls, samples, first, outliers, lent;
   uint64_t per_n, per_ns;  /* periodic samples but the outliers, their GPU ns */
-  double est_ns;           /* the class's GPU time, rank by rank by the plugin's rule */
-  int uncovered;           /* a rank has calls of it that no periodic sample stands for */
+  double est_ns;           /* the class's GPU time: the ranks' estimates of it, summed */
+  int uncovered;           /* a rank has calls of it its estimate does not cover */
 } cp_size_sum;
 /* Per summary path (by global id) its CP_GCLS classes (src/gpu_estimate.h)
  * summed over the run's ranks, NULL for a path without any; NULL when out

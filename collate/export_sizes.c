@@ -10,22 +10,27 @@
  * path (export_util.c: the record's id, else the summary path with its
  * hash and string), so a sweep's small and large calls are seen apart.
  *
- * Per class, over the ranks:
+ * Per class, over the ranks, from each rank's own estimate of the class
+ * (written by the plugin beside its samples, cp_gpu_estimate_classes), so
+ * the classes add up to the summary's GPU time of the path:
  *   Calls     every call of that size (exact: counted, not sampled);
  *   Samples   calls with GPU time (KernelCh on), First of them first-call
  *             samples (NCCL's set-up, late peers: mask_control.h);
- *   Outliers  periodic samples left out as the plugin leaves them out of
- *             its estimate: a rank's longest periodic sample of the class
- *             when it is more than CP_GCLS_OUTLIER times the mean of that
- *             rank's other periodic samples of the class;
- *   GPU[s]    the class's GPU time by the plugin's rule, rank by rank:
- *             every call sampled, their sum; else the first-call and
- *             outlier samples once and the rank's periodic mean for its
- *             other calls ("-" where a rank has none: the plugin borrows
- *             from other classes then, this view does not), so the
- *             classes add up to the summary's GPU time where no class
- *             borrowed;
- *   GPU/call  the mean of the other periodic samples, "-" without one;
+ *   Outliers  periodic samples the plugin counts once, not in any mean: a
+ *             class's longest one over CP_GCLS_OUTLIER times the mean of
+ *             its others, or a lone one that far above what the
+ *             neighbouring classes lend;
+ *   Lent      calls of classes without a periodic sample of their own,
+ *             given the mean of the nearest sampled classes (geometric in
+ *             size between them);
+ *   GPU[s]    the class's GPU time: every call sampled, their sum; else
+ *             the first-call and outlier samples once and the class's mean
+ *             (own or lent) for its other calls; "-" where a rank has
+ *             calls of it no estimate covers (a path without any periodic
+ *             sample on that rank: the summary lends those the mean of all
+ *             ranks' samples) or a file from before these numbers;
+ *   GPU/call  the mean of the periodic samples but the outliers, "-"
+ *             without one;
  *   bandwidth S / GPU/call with S = the class's smallest size (x ranks
  *             where nccl-tests counts so) and nccl-tests' bus factor for
  *             the summary's communicator size (reduce.h, cp_bw_factors):
@@ -47,28 +52,25 @@ static void add_rank_class(cp_size_sum *c, const cp_size_rec *e) {
   c->calls += e->calls;
   c->samples += e->samples;
   c->first += e->first_samples;
-  uint64_t n = e->samples - e->first_samples, ns = e->ns - e->first_ns, once = e->first_ns;
-  /* the plugin's rule (gpu_estimate.h): the longest periodic sample counts
-   * once when it is over CP_GCLS_OUTLIER x the mean of the others */
-  if (n >= 2 && e->max_ns <= ns && (double)e->max_ns * (double)(n - 1) > CP_GCLS_OUTLIER * (double)(ns - e->max_ns)) {
-    c->outliers++;
-    n--;
-    ns -= e->max_ns;
-    once += e->max_ns;
+  if (!e->has_est) {   /* a file from before: no estimate per class */
+    c->per_n += e->samples - e->first_samples;
+    c->per_ns += e->ns - e->first_ns;
+    c->uncovered = 1;
+    return;
   }
-  c->per_n += n;
-  c->per_ns += ns;
-  /* the class's time on this rank: every call sampled, their sum; else
-   * the samples counted once, the periodic mean for the other calls (a
-   * class without one borrows from other classes in the plugin: not here) */
-  if (e->samples >= e->calls) c->est_ns += (double)e->ns;
-  else if (n) c->est_ns += (double)once + (double)ns / (double)n * (double)(e->calls - (e->samples - n));
-  else c->uncovered = 1;
+  /* the rank's own estimate of the class (src/gpu_estimate.h), as its
+   * path's estimate in the summary sums it */
+  c->outliers += e->outliers;
+  c->lent += e->lent;
+  c->per_n += e->samples - e->first_samples - e->outliers;
+  c->per_ns += e->ns - e->first_ns - e->outlier_ns;
+  c->est_ns += (double)e->est_ns;
+  if (e->est_calls < e->calls) c->uncovered = 1;
 }
 
 void cp_size_row_of(const cp_summary *s, const cp_gpath *g, unsigned k, const cp_size_sum *c, cp_size_row *r) {
   r->lo = k ? 1ull << (k - 1) : 0;
-  r->gpu_ns = !c->uncovered && c->samples ? c->est_ns : -1;
+  r->gpu_ns = !c->uncovered ? c->est_ns : -1;   /* own samples or lent */
   r->call_ns = r->algbw = r->busbw = -1;
   if (!c->per_n) return;
   r->call_ns = (double)c->per_ns / (double)c->per_n;
@@ -89,10 +91,10 @@ void cp_size_text(uint64_t lo, char *b, size_t n) {
 
 static void path_rows(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c) {
   fprintf(f, "\nID %" PRId64 "  %s\n", (int64_t)(g - s->paths), g->path);
-  fprintf(f, "%10s | %12s | %9s | %7s | %8s | %13s | %12s | %12s | %12s\n", "Size", "Calls", "Samples", "First",
-          "Outliers", "GPU[s]", "GPU/call[us]", "AlgBW[GB/s]", "BusBW[GB/s]");
+  fprintf(f, "%10s | %12s | %9s | %7s | %8s | %12s | %13s | %12s | %12s | %12s\n", "Size", "Calls", "Samples",
+          "First", "Outliers", "Lent", "GPU[s]", "GPU/call[us]", "AlgBW[GB/s]", "BusBW[GB/s]");
   fprintf(f, "----------------------------------------------------------------------------------------------------"
-             "-------------\n");
+             "----------------------------\n");
   for (unsigned k = 0; k < CP_GCLS; k++) {
     const cp_size_sum *e = &c[k];
     if (!e->calls && !e->samples) continue;
@@ -104,8 +106,9 @@ static void path_rows(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_
     if (r.call_ns >= 0) snprintf(per, sizeof per, "%.3f", r.call_ns / 1e3);
     if (r.algbw >= 0) snprintf(alg, sizeof alg, "%.3f", r.algbw);
     if (r.busbw >= 0) snprintf(bus, sizeof bus, "%.3f", r.busbw);
-    fprintf(f, "%10s | %12" PRIu64 " | %9" PRIu64 " | %7" PRIu64 " | %8" PRIu64 " | %13s | %12s | %12s | %12s\n",
-            sz, e->calls, e->samples, e->first, e->outliers, tot, per, alg, bus);
+    fprintf(f, "%10s | %12" PRIu64 " | %9" PRIu64 " | %7" PRIu64 " | %8" PRIu64 " | %12" PRIu64
+               " | %13s | %12s | %12s | %12s\n",
+            sz, e->calls, e->samples, e->first, e->outliers, e->lent, tot, per, alg, bus);
   }
 }
 
@@ -152,7 +155,8 @@ static void json_path(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_
     cp_size_row r;
     cp_size_row_of(s, g, k, e, &r);
     fprintf(f, "%s{\"bytes\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"firstSamples\":%" PRIu64
-               ",\"outliers\":%" PRIu64, n++ ? "," : "", r.lo, e->calls, e->samples, e->first, e->outliers);
+               ",\"outliers\":%" PRIu64 ",\"lentCalls\":%" PRIu64,
+            n++ ? "," : "", r.lo, e->calls, e->samples, e->first, e->outliers, e->lent);
     json_num(f, "gpuNs", r.gpu_ns, "%.0f");
     json_num(f, "callNs", r.call_ns, "%.3f");
     json_num(f, "algbwGBs", r.algbw, "%.6f");
@@ -186,14 +190,16 @@ int cp_export_sizes(const cp_run *run, const cp_summary *s, const char *out) {
             "Size      a log2 class: [size, 2 x size) bytes per rank and call\n"
             "Calls     every call, summed over ranks\n"
             "Samples   calls with GPU time (KernelCh); First: of them, first-call samples\n"
-            "Outliers  periodic samples over %.0fx the mean of their rank's others, left out of GPU/call\n"
+            "Outliers  periodic samples over %.0fx the mean of their rank's others (or, alone in their\n"
+            "          class, over %.0fx what the neighbouring classes lend), counted once\n"
+            "Lent      calls of a class without a periodic sample, given its neighbours' mean\n"
             "GPU[s]    the class's GPU time: exact where every call was sampled, else the first-call\n"
-            "          and outlier samples once and each rank's periodic mean for its other calls;\n"
-            "          \"-\": calls that no periodic sample of the class stands for\n"
+            "          and outlier samples once and each rank's mean (own or lent) for its other calls;\n"
+            "          \"-\": a rank's calls that no sample of the path on that rank stands for\n"
             "GPU/call  a typical call's: the mean of the periodic samples but the outliers\n"
             "AlgBW     nccl-tests' from GPU/call at the class's smallest size (exact for power-of-two\n"
             "BusBW     sizes, a lower bound otherwise), ",
-            CP_GCLS_OUTLIER);
+            CP_GCLS_OUTLIER, CP_GCLS_OUTLIER);
     if (s->agg.bw_nranks > 0) fprintf(f, "communicators of %d ranks\n", s->agg.bw_nranks);
     else fprintf(f, "P2p only (Coll: the communicators' sizes differ)\n");
     for (size_t id = 0; id < s->npaths; id++)

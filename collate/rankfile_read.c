@@ -118,9 +118,11 @@ static int64_t iso_ns(const char *s) {
   return ns;
 }
 
-/* "gpuSizes": [[lo, calls, samples, first samples, ns, first ns, max ns],
- * ...]; an entry that is not 7 numbers, or whose first-call or sampled
- * counts exceed what contains them, is left out (a damaged file). */
+/* "gpuSizes": [[lo, calls, samples, first samples, ns, first ns, max ns,
+ * est ns, est calls, outliers, outlier ns, lent], ...] (the last five
+ * absent in files from before); an entry of another length, or whose
+ * first-call, sampled or estimated counts exceed what contains them, is
+ * left out (a damaged file). */
 static void read_sizes(json_t *o, cp_path_rec *p) {
   json_t *a = json_object_get(o, "gpuSizes");
   if (!json_is_array(a) || !json_array_size(a)) return;
@@ -129,15 +131,22 @@ static void read_sizes(json_t *o, cp_path_rec *p) {
   size_t i;
   json_t *e;
   json_array_foreach(a, i, e) {
-    uint64_t v[7];
-    int ok = json_is_array(e) && json_array_size(e) == 7;
-    for (size_t k = 0; ok && k < 7; k++) {
+    uint64_t v[12];
+    const size_t n = json_is_array(e) ? json_array_size(e) : 0;
+    int ok = n == 7 || n == 12;
+    for (size_t k = 0; ok && k < n; k++) {
       json_t *x = json_array_get(e, k);
       ok = json_is_integer(x) && json_integer_value(x) >= 0;
       if (ok) v[k] = (uint64_t)json_integer_value(x);
     }
     if (!ok || v[3] > v[2] || v[5] > v[4]) continue;
-    p->sizes[p->nsizes++] = (cp_size_rec){v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+    if (n == 12 && (v[8] > v[1] || v[9] > v[2] - v[3] || v[10] > v[4] - v[5] || v[11] > v[8])) continue;
+    cp_size_rec r = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], 0, 0, 0, 0, 0, 0};
+    if (n == 12) {
+      r.est_ns = v[7]; r.est_calls = v[8]; r.outliers = v[9]; r.outlier_ns = v[10]; r.lent = v[11];
+      r.has_est = 1;
+    }
+    p->sizes[p->nsizes++] = r;
   }
 }
 

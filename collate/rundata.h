@@ -32,9 +32,14 @@
 /* One "path" record: a call path of one process, with its local numbers. */
 /* One message-size class of a Coll/P2p path on one rank (the rank file's
  * "gpuSizes", src/gpu_estimate.h): calls of [lo, 2*lo) bytes (lo 0: no
- * size), their GPU samples and spans, first-call ones included. */
+ * size), their GPU samples and spans, first-call ones included; then the
+ * rank's estimate of the class (cp_gcls_est): GPU ns covering est_calls
+ * calls, outliers and their ns, calls lent a neighbour's mean (has_est 0:
+ * a file from before, without them). */
 typedef struct cp_size_rec {
   uint64_t lo, calls, samples, first_samples, ns, first_ns, max_ns;
+  uint64_t est_ns, est_calls, outliers, outlier_ns, lent;
+  int has_est;
 } cp_size_rec;
 
 typedef struct cp_path_rec {

@@ -6,6 +6,7 @@
 #pragma GCC visibility push(hidden)
 #include "gpu_estimate.h"
 #include "tls.h"
+#include <string.h>
 
 void cp_gcls_add_sample(cp_gcls *g, uint64_t bytes, uint64_t ns, int first) {
   cp_gcls_ent *e = &g->c[cp_gcls_of(bytes)];
@@ -96,20 +97,18 @@ static int lone_outlier(unsigned k, double m, const unsigned *ks, const double *
   return b > 0 && m > CP_GCLS_OUTLIER * b;
 }
 
-void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, uint64_t *outliers,
-                     uint64_t *borrowed) {
+void cp_gpu_estimate_classes(const cp_gcls *g, cp_gcls_est out[CP_GCLS]) {
   double once_ns[CP_GCLS], mean[CP_GCLS];   /* mean < 0: no periodic sample left */
   uint64_t once_n[CP_GCLS], np[CP_GCLS];    /* np: periodic samples left */
   unsigned ks[CP_GCLS], n = 0;              /* the classes with a mean, ascending */
-  double ms[CP_GCLS];
-  double est = 0;
-  uint64_t covered = 0, out = 0, lent = 0;
+  double ms[CP_GCLS], est[CP_GCLS];
+  memset(out, 0, CP_GCLS * sizeof *out);
   for (unsigned k = 0; k < CP_GCLS; k++) {
     cp_gcls_ent e = g->c[k];
-    once_ns[k] = 0; once_n[k] = 0; mean[k] = -1; np[k] = 0;
+    once_ns[k] = 0; once_n[k] = 0; mean[k] = -1; np[k] = 0; est[k] = 0;
     if (e.samples >= e.calls) {              /* every call sampled (or none there): exact */
-      est += (double)e.ns;
-      covered += e.calls;
+      est[k] = (double)e.ns;
+      out[k].calls = e.calls;
       continue;
     }
     if (e.first_samples > e.samples || e.first_ns > e.ns) e.first_samples = e.first_ns = 0;
@@ -122,7 +121,8 @@ void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, ui
       if ((double)e.max_ns > CP_GCLS_OUTLIER * rest) {
         once_ns[k] += (double)e.max_ns; once_n[k]++;
         pns -= (double)e.max_ns; p--;
-        out++;
+        out[k].outliers++;
+        out[k].outlier_ns += e.max_ns;
       }
     }
     if (p) {
@@ -140,29 +140,51 @@ void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, ui
     for (unsigned k = 0; k < CP_GCLS; k++) {
       if (lone[k]) {
         once_ns[k] += mean[k]; once_n[k]++;
+        out[k].outliers++;
+        out[k].outlier_ns += round_u64(mean[k]);
         mean[k] = -1;
-        out++;
       } else if (mean[k] >= 0) {
         ks[n] = k; ms[n] = mean[k]; n++;
       }
     }
   }
+  double cum = 0;
+  uint64_t cum_ns = 0;
   for (unsigned k = 0; k < CP_GCLS; k++) {
     const cp_gcls_ent *e = &g->c[k];
-    if (e->samples >= e->calls) continue;    /* done above */
-    uint64_t rest = e->calls > once_n[k] ? e->calls - once_n[k] : 0;
-    est += once_ns[k];
-    if (mean[k] >= 0 || n) {
-      double m = mean[k] >= 0 ? mean[k] : cp_gcls_borrow(k, ks, ms, n);
-      if (mean[k] < 0) lent += rest;
-      est += m * (double)rest;
-      covered += once_n[k] + rest;
-    } else {
-      covered += once_n[k];   /* the rest: the collator's pooled mean */
+    if (e->samples < e->calls) {
+      uint64_t rest = e->calls > once_n[k] ? e->calls - once_n[k] : 0;
+      est[k] = once_ns[k];
+      if (mean[k] >= 0 || n) {
+        double m = mean[k] >= 0 ? mean[k] : cp_gcls_borrow(k, ks, ms, n);
+        if (mean[k] < 0) out[k].lent = rest;
+        est[k] += m * (double)rest;
+        out[k].calls = once_n[k] + rest;
+      } else {
+        out[k].calls = once_n[k];   /* the rest: the collator's pooled mean */
+      }
     }
+    /* rounded by running sum: the classes add up to the path's rounded total */
+    cum += est[k];
+    const uint64_t r = round_u64(cum);
+    out[k].ns = r > cum_ns ? r - cum_ns : 0;
+    cum_ns += out[k].ns;
   }
-  *est_ns = round_u64(est);
-  *est_calls = covered;
+}
+
+void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, uint64_t *outliers,
+                     uint64_t *borrowed) {
+  cp_gcls_est c[CP_GCLS];
+  cp_gpu_estimate_classes(g, c);
+  uint64_t ns = 0, calls = 0, out = 0, lent = 0;
+  for (unsigned k = 0; k < CP_GCLS; k++) {
+    ns += c[k].ns;
+    calls += c[k].calls;
+    out += c[k].outliers;
+    lent += c[k].lent;
+  }
+  *est_ns = ns;
+  *est_calls = calls;
   if (outliers) *outliers = out;
   if (borrowed) *borrowed = lent;
 }

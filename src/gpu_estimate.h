@@ -113,4 +113,16 @@ uint64_t cp_gcls_calls_from(const cp_gcls *g, uint64_t min_bytes);
 void cp_gpu_estimate(const cp_gcls *g, uint64_t *est_ns, uint64_t *est_calls, uint64_t *outliers,
                      uint64_t *borrowed);
 
+/* The same rule class by class: what cp_gpu_estimate sums.  Class k's
+ * estimate ns covers its calls (fewer than c[k].calls only where the path
+ * has no periodic sample at all: the collator pools those); outliers and
+ * outlier_ns: its samples counted once as outliers (a lone one: its
+ * value); lent: of its calls, those given the mean of the nearest sampled
+ * classes.  Each ns is rounded so that the classes add up to the path's
+ * rounded total.  The rank file writes these per class ("gpuSizes"), so
+ * collprof-collate --sizes adds them up over ranks instead of restating
+ * the rule. */
+typedef struct cp_gcls_est { uint64_t ns, calls, outliers, outlier_ns, lent; } cp_gcls_est;
+void cp_gpu_estimate_classes(const cp_gcls *g, cp_gcls_est c[CP_GCLS]);
+
 #endif

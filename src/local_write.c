@@ -97,17 +97,25 @@ static void sb_us3(sbuf *b, uint64_t ns) {
 
 /* "gpuSizes": per size class with calls or samples, [smallest bytes,
  * calls, samples, first-call samples, GPU ns, first-call ns, longest
- * periodic sample ns] (gpu_estimate.h) */
+ * periodic sample ns, then the rank's estimate of the class: GPU ns, the
+ * calls it covers, outliers, their ns, calls given a neighbour's mean]
+ * (gpu_estimate.h; the table is filled, class 0 included, by the
+ * snapshot) */
 static void gpu_sizes(sbuf *b, const cp_gcls *g) {
+  cp_gcls_est est[CP_GCLS];
+  cp_gpu_estimate_classes(g, est);
   sb_printf(b, ",\"gpuSizes\":[");
   int n = 0;
   for (unsigned k = 0; k < CP_GCLS; k++) {
     const cp_gcls_ent *e = &g->c[k];
+    const cp_gcls_est *x = &est[k];
     if (!e->calls && !e->samples) continue;
-    sb_printf(b, "%s[%llu,%llu,%llu,%llu,%llu,%llu,%llu]", n++ ? "," : "",
+    sb_printf(b, "%s[%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu]", n++ ? "," : "",
               k ? 1ull << (k - 1) : 0ull, (unsigned long long)e->calls, (unsigned long long)e->samples,
               (unsigned long long)e->first_samples, (unsigned long long)e->ns,
-              (unsigned long long)e->first_ns, (unsigned long long)e->max_ns);
+              (unsigned long long)e->first_ns, (unsigned long long)e->max_ns, (unsigned long long)x->ns,
+              (unsigned long long)x->calls, (unsigned long long)x->outliers, (unsigned long long)x->outlier_ns,
+              (unsigned long long)x->lent);
   }
   sb_printf(b, "]");
 }

@@ -3,7 +3,10 @@
 (gpu_est_ns, gpu_est_calls, gpu_outliers, gpu_borrowed_calls of the rank
 files' path records)
 against the rule of src/gpu_estimate.h, recomputed here from the same
-record's gpuSizes table and sharing no code with it (test/gpu_sampling.t).
+record's gpuSizes table and sharing no code with it (test/gpu_sampling.t),
+and each class's own estimate (the entry's last five numbers: GPU ns,
+calls covered, outliers, their ns, lent calls) against the same rule class
+by class; the classes' GPU ns add up to the path's exactly.
 
   gpu_estimate_oracle.py PROFDIR
 
@@ -35,10 +38,12 @@ def cls_index(lo):
 
 def estimate(sizes):
     rows = []
-    for lo, calls, s, sf, ns, fns, mx in sizes:
+    for e in sizes:
+        lo, calls, s, sf, ns, fns, mx = e[:7]
         if sf > s or fns > ns:
             sf, fns = 0, 0
-        rows.append(dict(k=cls_index(lo), calls=calls, s=s, sf=sf, ns=ns, fns=fns, mx=mx))
+        rows.append(dict(k=cls_index(lo), calls=calls, s=s, sf=sf, ns=ns, fns=fns, mx=mx,
+                         c_ns=0.0, c_calls=0, c_out=0, c_out_ns=0, c_lent=0))
     est, covered, outliers, borrowed = 0.0, 0, 0, 0
     sampled = []          # (k, mean)
     for r in rows:
@@ -46,6 +51,7 @@ def estimate(sizes):
             r["exact"] = True
             est += r["ns"]
             covered += r["calls"]
+            r["c_ns"], r["c_calls"] = float(r["ns"]), r["calls"]
             continue
         r["exact"] = False
         p, pns = r["s"] - r["sf"], r["ns"] - r["fns"]
@@ -56,6 +62,7 @@ def estimate(sizes):
             p -= 1
             pns -= r["mx"]
             outliers += 1
+            r["c_out"], r["c_out_ns"] = 1, r["mx"]
         r["mean"] = pns / p if p else None
         r["p"] = p
         if p:
@@ -89,6 +96,8 @@ def estimate(sizes):
     for r in lone:
         r["once_ns"] += r["mean"]
         r["once_n"] += 1
+        r["c_out"] += 1
+        r["c_out_ns"] += r["mean"]
         sampled.remove((r["k"], r["mean"]))
         r["mean"] = None
         outliers += 1
@@ -98,15 +107,35 @@ def estimate(sizes):
             continue
         rest = max(r["calls"] - r["once_n"], 0)
         est += r["once_ns"]
+        r["c_ns"] = r["once_ns"]
         if r["mean"] is not None or sampled:
             m = r["mean"] if r["mean"] is not None else borrow(r["k"])
             if r["mean"] is None:
                 borrowed += rest
+                r["c_lent"] = rest
             est += m * rest
             covered += r["once_n"] + rest
+            r["c_ns"] += m * rest
+            r["c_calls"] = r["once_n"] + rest
         else:
             covered += r["once_n"]
-    return est, covered, outliers, borrowed
+            r["c_calls"] = r["once_n"]
+    return est, covered, outliers, borrowed, rows
+
+
+def class_diffs(sizes, rows):
+    """Each entry's own estimate (its last five numbers, where written)
+    against the rule's per class; the classes' ns must also add up to the
+    path's."""
+    msgs = []
+    for e, r in zip(sizes, rows):
+        if len(e) < 12:
+            continue
+        want = (r["c_calls"], r["c_out"], r["c_out_ns"], r["c_lent"])
+        if abs(e[7] - r["c_ns"]) > 1 + 1e-6 * r["c_ns"] or tuple(e[8:12]) != want:
+            msgs.append("class %d: plugin ns %d calls/outliers/outlier ns/lent %s, rule %.1f %s" % (
+                e[0], e[7], e[8:12], r["c_ns"], want))
+    return msgs
 
 
 def final_paths(rankfile):
@@ -130,8 +159,13 @@ def main():
             if "gpuSizes" not in p:
                 continue
             n += 1
-            est, cov, out, bor = estimate(p["gpuSizes"])
+            est, cov, out, bor, rows = estimate(p["gpuSizes"])
             nb += bor > 0
+            cls = class_diffs(p["gpuSizes"], rows)
+            if all(len(e) >= 12 for e in p["gpuSizes"]) and sum(e[7] for e in p["gpuSizes"]) != p["gpu_est_ns"]:
+                cls.append("classes' ns add up to %d, the path's %d" % (sum(e[7] for e in p["gpuSizes"]), p["gpu_est_ns"]))
+            if cls:
+                bad.append("%s %s: %s" % (os.path.basename(f), p["path"], "; ".join(cls[:3])))
             if (abs(est - p["gpu_est_ns"]) > 1 + 1e-6 * est or cov != p["gpu_est_calls"]
                     or out != p["gpu_outliers"] or bor != p.get("gpu_borrowed_calls", 0)):
                 bad.append("%s %s: plugin est %s calls %s outliers %s borrowed %s, rule %.0f %d %d %d" % (

@@ -5,17 +5,21 @@ against the run's other outputs, sharing no code with it.
   sizes_oracle.py RUNDIR SIZESFILE summary [sampled]   per path: calls and
       samples summed over the classes = summary.json's; where no class has
       "-", the classes' GPU[s] add up to the summary's GPU estimate; per
-      class, GPU[s] as recomputed from the rank files' gpuSizes by the
-      plugin's rule (with "sampled": at least one class has calls without
-      a sample and periodic samples, so that the estimate is tested)
+      class, GPU[s], Outliers, Lent and GPU/call as summed from the rank
+      files' gpuSizes, each rank's own estimate of the class (whose rule
+      gpu_estimate_oracle.py checks): "-" where a rank's estimate covers
+      fewer calls than it has (with "sampled": at least one class has calls
+      without a sample and periodic samples, so that the estimate is
+      tested)
   sizes_oracle.py RUNDIR SIZESFILE trace [gpu]   from the rank files'
       event records (needs every call traced): per path and log2 size class
       (bytes = count x datatype size), the Coll/P2p calls; with "gpu"
       (every call sampled) also the samples, each call's GPU time (its
       KernelCh's latest gpuStop - earliest gpuStart), GPU/call as the mean
-      over ranks but each rank's longest when over 10x the mean of its
-      others, and AlgBW/BusBW from it at the class's smallest size with
-      nccl-tests' factors
+      over ranks (a rank with every call of the class sampled has its exact
+      sum and no outlier; one without, its longest left out when over 10x
+      the mean of its others), and AlgBW/BusBW from it at the class's
+      smallest size with nccl-tests' factors
 
 Prints "ok N paths, M classes" or the differences (exit 1).
 """
@@ -40,7 +44,7 @@ def parse(fname):
             cur = out.setdefault(m.group(2), {})
             continue
         cols = [c.strip() for c in line.split("|")]
-        if cur is None or len(cols) != 9 or cols[0] == "Size":
+        if cur is None or len(cols) != 10 or cols[0] == "Size":
             continue
         if cols[0] == "unsized":
             lo = 0
@@ -51,7 +55,7 @@ def parse(fname):
         def num(x, f=float):
             return None if x == "-" else f(x)
         cur[lo] = dict(calls=int(cols[1]), samples=int(cols[2]), first=int(cols[3]), outliers=int(cols[4]),
-                       gpu_s=num(cols[5]), per_us=num(cols[6]), alg=num(cols[7]), bus=num(cols[8]))
+                       lent=int(cols[5]), gpu_s=num(cols[6]), per_us=num(cols[7]), alg=num(cols[8]), bus=num(cols[9]))
     return out
 
 
@@ -82,21 +86,18 @@ def rank_sizes(d):
     return res
 
 
-def class_gpu(entries):
-    """The class's GPU ns over ranks by the plugin's rule, None where a
-    rank has calls no periodic sample stands for."""
-    tot = 0.0
-    for _lo, calls, s, sf, ns, fns, mx in entries:
-        if s >= calls:
-            tot += ns
-            continue
-        p, pns, once, once_n = s - sf, ns - fns, fns, sf
-        if p >= 2 and mx <= pns and mx > 10.0 * (pns - mx) / (p - 1):
-            p, pns, once, once_n = p - 1, pns - mx, once + mx, once_n + 1
-        if not p:
-            return None
-        tot += once + pns / p * (calls - once_n)
-    return tot
+def class_sums(entries):
+    """The ranks' own estimates of a class added up: GPU ns (None where a
+    rank's covers fewer calls than it has), outliers, lent calls, and the
+    periodic samples but the outliers (count, ns)."""
+    tot, out, lent, pn, pns = 0, 0, 0, 0, 0
+    for e in entries:
+        _lo, calls, s, sf, ns, fns, _mx, est, covered, o, ons, ln = e
+        if tot is not None:
+            tot = tot + est if covered >= calls else None
+        out, lent = out + o, lent + ln
+        pn, pns = pn + s - sf - o, pns + ns - fns - ons
+    return tot, out, lent, pn, pns
 
 
 def c_summary(d, table, sampled_run=False):
@@ -120,10 +121,16 @@ def c_summary(d, table, sampled_run=False):
     own, partial = rank_sizes(d), 0
     for path, rows in table.items():
         for lo, r in rows.items():
-            g = class_gpu(own.get(path, {}).get(lo, []))
-            partial += g is not None and any(e[2] < e[1] for e in own[path][lo])
+            ents = own.get(path, {}).get(lo, [])
+            g, out, lent, pn, pns = class_sums(ents)
+            partial += g is not None and any(e[2] < e[1] and e[2] > e[3] for e in ents)
             if (g is None) != (r["gpu_s"] is None) or (g is not None and abs(g / 1e9 - r["gpu_s"]) > 5.1e-7):
                 msgs.append("%s, %d B: GPU[s] %s, from the rank files' gpuSizes %s" % (path, lo, r["gpu_s"], g))
+            per = pns / pn / 1e3 if pn else None
+            if (out, lent) != (r["outliers"], r["lent"]) or (per is None) != (r["per_us"] is None) or (
+                    per is not None and abs(per - r["per_us"]) > 6e-4):
+                msgs.append("%s, %d B: outliers %d lent %d GPU/call %s, rank files %d %d %s" % (
+                    path, lo, r["outliers"], r["lent"], r["per_us"], out, lent, per))
     if sampled_run and not partial:
         msgs.append("no class with unsampled calls and periodic samples: the estimate is not tested")
     want = [p["path"] for p in s["paths"] if p.get("gpu_samples") and p["leafType"] in ("ncclProfileColl", "ncclProfileP2p")]
@@ -192,7 +199,8 @@ def c_trace(d, table, gpu):
             for f in sorted({x[0] for x in sampled}):
                 v = [x[1] for x in sampled if x[0] == f]
                 m = max(v)
-                if len(v) >= 2 and m > 10.0 * (sum(v) - m) / (len(v) - 1):
+                every = len(v) >= sum(1 for x in calls if x[0] == f)
+                if not every and len(v) >= 2 and m > 10.0 * (sum(v) - m) / (len(v) - 1):
                     v.remove(m)
                     outl += 1
                 kept += v

@@ -51,7 +51,7 @@ def path_records(profdir):
 def without_clause(sizes):
     """The size table with every class's longest sample hidden from the
     outlier test (max 0), so the rule never takes one out."""
-    return [[lo, c, s, sf, ns, fns, 0] for lo, c, s, sf, ns, fns, _mx in sizes]
+    return [[e[0], e[1], e[2], e[3], e[4], e[5], 0] for e in sizes]
 
 
 def app_ref(rundir):

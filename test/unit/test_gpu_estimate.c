@@ -157,6 +157,44 @@ int main(void) {
     ok(bad_exact == 0, "2000 random tables: all sampled gives the exact sum (%d wrong)", bad_exact);
     ok(bad_bound == 0, "random tables: estimate within [smallest, largest sample] x calls (%d outside)", bad_bound);
   }
+  { /* class by class (cp_gpu_estimate_classes): the lone outlier's class
+     * holds its outlier and its lent calls, a borrowing class its lent
+     * calls, and the classes add up to the path's numbers */
+    cp_gcls g; memset(&g, 0, sizeof g);
+    for (unsigned k = 4; k <= 19; k++) g.c[k].calls = 25;
+    smp(&g, 6, 1344, 0); smp(&g, 17, 6786368, 0); smp(&g, 19, 3328, 0);
+    smp(&g, 6, 1350, 1);
+    est(&g, 16 * 25, &e, &c, &o);
+    cp_gcls_est ce[CP_GCLS];
+    cp_gpu_estimate_classes(&g, ce);
+    uint64_t sn = 0, sc = 0, so = 0, sl = 0;
+    for (unsigned k = 0; k < CP_GCLS; k++) sn += ce[k].ns, sc += ce[k].calls, so += ce[k].outliers, sl += ce[k].lent;
+    ok(sn == e && sc == c && so == o && sl == b_last,
+       "classes add up to the path: ns %" PRIu64 "/%" PRIu64 ", calls %" PRIu64 "/%" PRIu64 ", outliers, lent", sn, e, sc, c);
+    ok(ce[17].outliers == 1 && ce[17].outlier_ns == 6786368 && ce[17].lent == 24 && ce[17].calls == 25,
+       "class 17: its lone 6.8 ms sample an outlier, its other 24 calls lent");
+    double m17 = 1344.0 * pow(3328.0 / 1344.0, 11.0 / 13.0);
+    ok(fabs((double)ce[17].ns - (6786368.0 + 24 * m17)) <= 1, "class 17: the outlier once and 24 x the lent mean %.1f (got %" PRIu64 ")",
+       m17, ce[17].ns);
+    ok(ce[6].lent == 0 && ce[6].outliers == 0 && llabs((long long)ce[6].ns - (long long)(1350 + 1344 * 24)) <= 1,
+       "class 6: its first-call sample once and its own periodic mean for the other 24 (got %" PRIu64 ")", ce[6].ns);
+    ok(ce[10].lent == 25 && ce[4].lent == 25 && ce[19].lent == 0 && ce[3].calls == 0,
+       "classes without a sample lend all their calls; a class without calls covers none");
+    memset(&g, 0, sizeof g);
+    g.c[4].calls = 30; g.c[8].calls = 5;
+    smp(&g, 4, 5000000, 1);
+    est(&g, 35, &e, &c, &o);
+    cp_gpu_estimate_classes(&g, ce);
+    ok(ce[4].calls == 1 && ce[4].ns == 5000000 && ce[8].calls == 0 && ce[8].ns == 0,
+       "no periodic sample anywhere: each class covers only its first-call samples");
+    /* rounding: three classes of 4.5 ns each (samples 1 and 2, 3 calls)
+     * add up to the rounded total, 14, not 3 x 5 */
+    memset(&g, 0, sizeof g);
+    for (unsigned k = 2; k <= 4; k++) { g.c[k].calls = 3; smp(&g, k, 1, 0); smp(&g, k, 2, 0); }
+    est(&g, 9, &e, &c, &o);
+    cp_gpu_estimate_classes(&g, ce);
+    ok(ce[2].ns + ce[3].ns + ce[4].ns == e && e == 14, "classes rounded by running sum add up to the total (%" PRIu64 ")", e);
+  }
   /* cp_gcls_calls_from: the calls a timed launch's mean stands for */
   {
     cp_gcls g;
