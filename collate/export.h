@@ -30,30 +30,23 @@ int cp_export_chrome(const cp_run *run, const cp_summary *s, const char *out);
 int cp_export_folded(const cp_summary *s, const char *out);
 /* top: how many paths the table and the charts show (0: 10). */
 int cp_export_html(const cp_run *run, const cp_summary *s, const char *out, size_t top);
-/* From the rank files' "gpuSizes" (run), by the summary's global paths. */
-int cp_export_sizes(const cp_run *run, const cp_summary *s, const char *out);
+/* The summary's message-size classes (cp_summary_sizes). */
+int cp_export_sizes(const cp_summary *s, const char *out);
 
 /* ---- message sizes (export_sizes.c), for --sizes and the HTML report ---- */
 
-/* One log2 size class of a global path, over the ranks (export_sizes.c
- * says how each number is made). */
-typedef struct cp_size_sum {
-  uint64_t calls, samples, first, outliers, lent;
-  uint64_t per_n, per_ns;  /* periodic samples but the outliers, their GPU ns */
-  double est_ns;           /* the class's GPU time: the ranks' estimates of it, summed */
-  int uncovered;           /* a rank has calls of it its estimate does not cover */
-} cp_size_sum;
-/* Per summary path (by global id) its CP_GCLS classes (src/gpu_estimate.h)
- * summed over the run's ranks, NULL for a path without any; NULL when out
- * of memory.  Free with cp_sizes_free. */
-cp_size_sum **cp_sizes_collect(const cp_run *run, const cp_summary *s);
-void cp_sizes_free(cp_size_sum **by_id, size_t npaths);
 /* Class k's numbers as shown: its smallest size, GPU ns, a typical call's
  * GPU ns, algorithm and bus bandwidth in GB/s (each -1 where unknown). */
 typedef struct cp_size_row { uint64_t lo; double gpu_ns, call_ns, algbw, busbw; } cp_size_row;
 void cp_size_row_of(const cp_summary *s, const cp_gpath *g, unsigned k, const cp_size_sum *c, cp_size_row *r);
 /* "64 KiB" (a whole unit), "unsized" for 0. */
 void cp_size_text(uint64_t lo, char *b, size_t n);
+/* Path g's classes c (cp_summary_sizes): as a text table (a heading line
+ * with its id and path, then one row per class), and as a JSON array of
+ * one object per class; the legend of the text's columns. */
+void cp_size_table(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c);
+void cp_size_json(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c);
+void cp_size_legend(FILE *f, const cp_summary *s);
 
 /* ---- shared by the exporters (export_util.c) ---- */
 

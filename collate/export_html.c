@@ -414,15 +414,13 @@ static int cp_gpu_rank_cmp(const void *x, const void *y) {
   if (a->gpu_ns != b->gpu_ns) return a->gpu_ns > b->gpu_ns ? -1 : 1;
   return a->id < b->id ? -1 : a->id > b->id;
 }
-static void cp_sizes_section(FILE *f, const cp_run *run, const cp_summary *s, size_t top) {
-  cp_size_sum **by_id = cp_sizes_collect(run, s);
-  cp_gpu_rank *o = by_id ? malloc((s->npaths ? s->npaths : 1) * sizeof *o) : NULL;
+static void cp_sizes_section(FILE *f, const cp_summary *s, size_t top) {
+  cp_gpu_rank *o = malloc((s->nsized ? s->nsized : 1) * sizeof *o);
   size_t n = 0;
-  for (size_t id = 0; o && id < s->npaths; id++) {
-    if (!by_id[id]) continue;
+  for (size_t i = 0; o && i < s->nsized; i++) {
     cp_gderived d;
-    cp_gpath_derive(s, &s->paths[id], &d);
-    o[n++] = (cp_gpu_rank){d.gpu_est_ns, id};
+    cp_gpath_derive(s, &s->paths[s->sized[i].id], &d);
+    o[n++] = (cp_gpu_rank){d.gpu_est_ns, i};
   }
   if (n) {
     qsort(o, n, sizeof *o, cp_gpu_rank_cmp);
@@ -432,11 +430,13 @@ static void cp_sizes_section(FILE *f, const cp_run *run, const cp_summary *s, si
                "mean, outliers left out) and the nccl-tests bus bandwidth it gives at the class's smallest "
                "size (exact for power-of-two sizes). <code>collprof-collate --sizes</code> lists every "
                "path.</p>\n<div class=\"charts\">\n", n < top ? n : top);
-    for (size_t i = 0; i < n && i < top; i++) cp_sizes_figure(f, s, &s->paths[o[i].id], by_id[o[i].id]);
+    for (size_t i = 0; i < n && i < top; i++) {
+      const cp_sized *z = &s->sized[o[i].id];   /* (id: the index in s->sized here) */
+      cp_sizes_figure(f, s, &s->paths[z->id], z->c);
+    }
     fputs("</div>\n", f);
   }
   free(o);
-  cp_sizes_free(by_id, s->npaths);
 }
 
 int cp_export_html(const cp_run *run, const cp_summary *s, const char *out, size_t top) {
@@ -477,7 +477,7 @@ int cp_export_html(const cp_run *run, const cp_summary *s, const char *out, size
         "average). Hover a bar to see the same rank in every chart.</p>\n<div class=\"charts\">\n", f);
   for (size_t t = 0; t < ntop; t++) cp_chart(f, run, &s->paths[order[t]], &val[t * run->nranks]);
   fputs("</div>\n", f);
-  cp_sizes_section(f, run, s, top);
+  cp_sizes_section(f, s, top);
   fprintf(f, "<script>%s</script>\n</body></html>\n", cp_js);
   free(order);
   free(val);

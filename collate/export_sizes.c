@@ -4,11 +4,13 @@
  * with calls, GPU samples, the GPU time per call and the bandwidth it
  * gives, as nccl-tests prints per size.
  *
- * The summary keeps one GPU estimate per path (its sum over size classes,
- * src/gpu_estimate.h); the classes themselves stay in each rank file's path
- * record ("gpuSizes").  This view adds them up over the ranks, by global
- * path (export_util.c: the record's id, else the summary path with its
- * hash and string), so a sweep's small and large calls are seen apart.
+ * Each rank counts a Coll/P2p path's calls and GPU samples per log2 size
+ * class and estimates each class (src/gpu_estimate.h; the rank file's
+ * "gpuSizes"); the collation adds the classes up over the ranks as it adds
+ * the paths' numbers (merge.c, cp_size_add_rec; pset.c carries them up the
+ * MPI tree), so the summary holds them (cp_summary_sizes) online and
+ * offline alike.  This view prints them, so a sweep's small and large
+ * calls are seen apart; summary.log and summary.json show the same.
  *
  * Per class, over the ranks, from each rank's own estimate of the class
  * (written by the plugin beside its samples, cp_gpu_estimate_classes), so
@@ -20,7 +22,7 @@
  *             class's longest one over CP_GCLS_OUTLIER times the mean of
  *             its others, or a lone one that far above what the
  *             neighbouring classes lend;
- *   Lent      calls of classes without a periodic sample of their own,
+ *   Borrowed  calls of classes without a periodic sample of their own,
  *             given the mean of the nearest sampled classes (geometric in
  *             size between them);
  *   GPU[s]    the class's GPU time: every call sampled, their sum; else
@@ -48,29 +50,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void add_rank_class(cp_size_sum *c, const cp_size_rec *e) {
-  c->calls += e->calls;
-  c->samples += e->samples;
-  c->first += e->first_samples;
-  if (!e->has_est) {   /* a file from before: no estimate per class */
-    c->per_n += e->samples - e->first_samples;
-    c->per_ns += e->ns - e->first_ns;
-    c->uncovered = 1;
-    return;
-  }
-  /* the rank's own estimate of the class (src/gpu_estimate.h), as its
-   * path's estimate in the summary sums it */
-  c->outliers += e->outliers;
-  c->lent += e->lent;
-  c->per_n += e->samples - e->first_samples - e->outliers;
-  c->per_ns += e->ns - e->first_ns - e->outlier_ns;
-  c->est_ns += (double)e->est_ns;
-  if (e->est_calls < e->calls) c->uncovered = 1;
-}
-
 void cp_size_row_of(const cp_summary *s, const cp_gpath *g, unsigned k, const cp_size_sum *c, cp_size_row *r) {
   r->lo = k ? 1ull << (k - 1) : 0;
-  r->gpu_ns = !c->uncovered ? c->est_ns : -1;   /* own samples or lent */
+  r->gpu_ns = !c->uncovered ? (double)c->est_ns : -1;   /* own samples or lent */
   r->call_ns = r->algbw = r->busbw = -1;
   if (!c->per_n) return;
   r->call_ns = (double)c->per_ns / (double)c->per_n;
@@ -89,10 +71,10 @@ void cp_size_text(uint64_t lo, char *b, size_t n) {
   snprintf(b, n, "%" PRIu64 " %s", lo, unit[u]);
 }
 
-static void path_rows(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c) {
+void cp_size_table(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c) {
   fprintf(f, "\nID %" PRId64 "  %s\n", (int64_t)(g - s->paths), g->path);
   fprintf(f, "%10s | %12s | %9s | %7s | %8s | %12s | %13s | %12s | %12s | %12s\n", "Size", "Calls", "Samples",
-          "First", "Outliers", "Lent", "GPU[s]", "GPU/call[us]", "AlgBW[GB/s]", "BusBW[GB/s]");
+          "First", "Outliers", "Borrowed", "GPU[s]", "GPU/call[us]", "AlgBW[GB/s]", "BusBW[GB/s]");
   fprintf(f, "----------------------------------------------------------------------------------------------------"
              "----------------------------\n");
   for (unsigned k = 0; k < CP_GCLS; k++) {
@@ -112,31 +94,6 @@ static void path_rows(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_
   }
 }
 
-cp_size_sum **cp_sizes_collect(const cp_run *run, const cp_summary *s) {
-  cp_size_sum **by_id = calloc(s->npaths ? s->npaths : 1, sizeof *by_id);
-  if (!by_id) return NULL;
-  for (size_t r = 0; r < run->nranks; r++) {
-    const cp_rank_data *rd = &run->ranks[r];
-    for (size_t i = 0; i < rd->npaths; i++) {
-      const cp_path_rec *p = &rd->paths[i];
-      if (!p->nsizes) continue;
-      const int64_t id = cp_export_global_id(s, p);
-      if (id < 0 || (uint64_t)id >= s->npaths) continue;
-      if (!by_id[id] && !(by_id[id] = calloc(CP_GCLS, sizeof **by_id))) {
-        cp_sizes_free(by_id, s->npaths);
-        return NULL;
-      }
-      for (size_t j = 0; j < p->nsizes; j++) add_rank_class(&by_id[id][cp_gcls_of(p->sizes[j].lo)], &p->sizes[j]);
-    }
-  }
-  return by_id;
-}
-
-void cp_sizes_free(cp_size_sum **by_id, size_t npaths) {
-  for (size_t id = 0; by_id && id < npaths; id++) free(by_id[id]);
-  free(by_id);
-}
-
 /* The same numbers as JSON (a file name ending in .json): unknown ones
  * null, times in ns, bandwidths in GB/s. */
 static void json_num(FILE *f, const char *key, double v, const char *fmt) {
@@ -144,10 +101,8 @@ static void json_num(FILE *f, const char *key, double v, const char *fmt) {
   if (v >= 0) fprintf(f, fmt, v);
   else fputs("null", f);
 }
-static void json_path(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c, int first) {
-  fprintf(f, "%s\n{\"id\":%" PRId64 ",\"path\":", first ? "" : ",", (int64_t)(g - s->paths));
-  cp_json_str(f, g->path);
-  fputs(",\"sizes\":[", f);
+void cp_size_json(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c) {
+  fputc('[', f);
   int n = 0;
   for (unsigned k = 0; k < CP_GCLS; k++) {
     const cp_size_sum *e = &c[k];
@@ -155,7 +110,7 @@ static void json_path(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_
     cp_size_row r;
     cp_size_row_of(s, g, k, e, &r);
     fprintf(f, "%s{\"bytes\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"firstSamples\":%" PRIu64
-               ",\"outliers\":%" PRIu64 ",\"lentCalls\":%" PRIu64,
+               ",\"outliers\":%" PRIu64 ",\"borrowedCalls\":%" PRIu64,
             n++ ? "," : "", r.lo, e->calls, e->samples, e->first, e->outliers, e->lent);
     json_num(f, "gpuNs", r.gpu_ns, "%.0f");
     json_num(f, "callNs", r.call_ns, "%.3f");
@@ -163,7 +118,33 @@ static void json_path(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_
     json_num(f, "busbwGBs", r.busbw, "%.6f");
     fputc('}', f);
   }
-  fputs("]}", f);
+  fputc(']', f);
+}
+static void json_path(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c, int first) {
+  fprintf(f, "%s\n{\"id\":%" PRId64 ",\"path\":", first ? "" : ",", (int64_t)(g - s->paths));
+  cp_json_str(f, g->path);
+  fputs(",\"sizes\":", f);
+  cp_size_json(f, s, g, c);
+  fputc('}', f);
+}
+
+void cp_size_legend(FILE *f, const cp_summary *s) {
+  fprintf(f,
+          "Size      a log2 class: [size, 2 x size) bytes per rank and call\n"
+          "Calls     every call, summed over ranks\n"
+          "Samples   calls with GPU time (KernelCh); First: of them, first-call samples\n"
+          "Outliers  periodic samples over %.0fx the mean of their rank's others (or, alone in their\n"
+          "          class, over %.0fx what the neighbouring classes lend), counted once\n"
+          "Borrowed  calls of a class without a periodic sample, given its neighbours' mean\n"
+          "GPU[s]    the class's GPU time: exact where every call was sampled, else the first-call\n"
+          "          and outlier samples once and each rank's mean (own or lent) for its other calls;\n"
+          "          \"-\": a rank's calls that no sample of the path on that rank stands for\n"
+          "GPU/call  a typical call's: the mean of the periodic samples but the outliers\n"
+          "AlgBW     nccl-tests' from GPU/call at the class's smallest size (exact for power-of-two\n"
+          "BusBW     sizes, a lower bound otherwise), ",
+          CP_GCLS_OUTLIER, CP_GCLS_OUTLIER);
+  if (s->agg.bw_nranks > 0) fprintf(f, "communicators of %d ranks\n", s->agg.bw_nranks);
+  else fprintf(f, "P2p only (Coll: the communicators' sizes differ)\n");
 }
 
 static int ends_with(const char *s, const char *t) {
@@ -171,43 +152,26 @@ static int ends_with(const char *s, const char *t) {
   return a >= b && !strcmp(s + a - b, t);
 }
 
-int cp_export_sizes(const cp_run *run, const cp_summary *s, const char *out) {
-  cp_size_sum **by_id = cp_sizes_collect(run, s);
-  int rc = by_id ? 0 : -1;
-  FILE *f = rc ? NULL : cp_export_open(out);
-  if (rc) fprintf(stderr, "collprof: out of memory for %s\n", out);
+int cp_export_sizes(const cp_summary *s, const char *out) {
+  int rc = 0;
+  FILE *f = cp_export_open(out);
   if (f && out && ends_with(out, ".json")) {
     fprintf(f, "{\"tool\":\"collprof\",\"version\":\"%s\",\"outlierFactor\":%.1f,\"bwRanks\":%d,\"paths\":[",
             COLLPROF_VERSION, CP_GCLS_OUTLIER, s->agg.bw_nranks > 0 ? s->agg.bw_nranks : 0);
     int first = 1;
-    for (size_t id = 0; id < s->npaths; id++)
-      if (by_id[id]) { json_path(f, s, &s->paths[id], by_id[id], first); first = 0; }
+    for (size_t i = 0; i < s->nsized; i++) {
+      json_path(f, s, &s->paths[s->sized[i].id], s->sized[i].c, first);
+      first = 0;
+    }
     fputs("\n]}\n", f);
     rc = cp_export_close(f, out);
   } else if (f) {
     fprintf(f, "collprof %s - message sizes of the Coll/P2p paths, all ranks\n", COLLPROF_VERSION);
-    fprintf(f,
-            "Size      a log2 class: [size, 2 x size) bytes per rank and call\n"
-            "Calls     every call, summed over ranks\n"
-            "Samples   calls with GPU time (KernelCh); First: of them, first-call samples\n"
-            "Outliers  periodic samples over %.0fx the mean of their rank's others (or, alone in their\n"
-            "          class, over %.0fx what the neighbouring classes lend), counted once\n"
-            "Lent      calls of a class without a periodic sample, given its neighbours' mean\n"
-            "GPU[s]    the class's GPU time: exact where every call was sampled, else the first-call\n"
-            "          and outlier samples once and each rank's mean (own or lent) for its other calls;\n"
-            "          \"-\": a rank's calls that no sample of the path on that rank stands for\n"
-            "GPU/call  a typical call's: the mean of the periodic samples but the outliers\n"
-            "AlgBW     nccl-tests' from GPU/call at the class's smallest size (exact for power-of-two\n"
-            "BusBW     sizes, a lower bound otherwise), ",
-            CP_GCLS_OUTLIER, CP_GCLS_OUTLIER);
-    if (s->agg.bw_nranks > 0) fprintf(f, "communicators of %d ranks\n", s->agg.bw_nranks);
-    else fprintf(f, "P2p only (Coll: the communicators' sizes differ)\n");
-    for (size_t id = 0; id < s->npaths; id++)
-      if (by_id[id]) path_rows(f, s, &s->paths[id], by_id[id]);
+    cp_size_legend(f, s);
+    for (size_t i = 0; i < s->nsized; i++) cp_size_table(f, s, &s->paths[s->sized[i].id], s->sized[i].c);
     rc = cp_export_close(f, out);
   } else {
     rc = -1;
   }
-  cp_sizes_free(by_id, s->npaths);
   return rc;
 }

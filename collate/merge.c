@@ -2,6 +2,7 @@
  * merge.c — combining per-path numbers and run counters (merge.h).
  */
 #include "merge.h"
+#include "gpu_estimate.h"
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -35,6 +36,44 @@ void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank) {
   s->nranks = 1;
   s->tmin_ns = s->tmax_ns = p->total_ns;
   s->tmin_rank = s->tmax_rank = rank;
+}
+
+_Static_assert(CP_SIZE_CLASSES == CP_GCLS, "the summary's size classes are the plugin's");
+
+int cp_size_add_rec(cp_size_sum *c, const cp_path_rec *p) {
+  for (size_t i = 0; i < p->nsizes; i++) {
+    const cp_size_rec *e = &p->sizes[i];
+    cp_size_sum *d = &c[cp_gcls_of(e->lo)];
+    d->calls += e->calls;
+    d->samples += e->samples;
+    d->first += e->first_samples;
+    if (!e->has_est) {   /* a file from before: no estimate per class */
+      d->per_n += e->samples - e->first_samples;
+      d->per_ns += e->ns - e->first_ns;
+      d->uncovered++;
+      continue;
+    }
+    /* the rank's own estimate of the class (src/gpu_estimate.h), as its
+     * path's estimate, which the summary sums, is made of them */
+    d->outliers += e->outliers;
+    d->lent += e->lent;
+    d->per_n += e->samples - e->first_samples - e->outliers;
+    d->per_ns += e->ns - e->first_ns - e->outlier_ns;
+    d->est_ns += e->est_ns;
+    d->uncovered += e->est_calls < e->calls;
+  }
+  return p->nsizes != 0;
+}
+
+void cp_size_combine(cp_size_sum *into, const cp_size_sum *from) {
+  for (unsigned k = 0; k < CP_SIZE_CLASSES; k++) {
+    cp_size_sum *a = &into[k];
+    const cp_size_sum *b = &from[k];
+    a->calls += b->calls; a->samples += b->samples; a->first += b->first;
+    a->outliers += b->outliers; a->lent += b->lent;
+    a->per_n += b->per_n; a->per_ns += b->per_ns;
+    a->est_ns += b->est_ns; a->uncovered += b->uncovered;
+  }
 }
 
 void cp_pstat_add(cp_pstat *into, const cp_pstat *from) {

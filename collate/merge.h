@@ -27,6 +27,11 @@ void cp_pstat_combine(cp_pstat *into, const cp_pstat *from);
 void cp_pstat_add(cp_pstat *into, const cp_pstat *from);
 /* The numbers of one path of one rank. */
 void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank);
+/* One rank's message-size classes of a path (its "gpuSizes") added into
+ * c[CP_SIZE_CLASSES]; returns whether it had any. */
+int cp_size_add_rec(cp_size_sum *c, const cp_path_rec *p);
+/* into += from, every class (ranks disjoint or not: all sums). */
+void cp_size_combine(cp_size_sum *into, const cp_size_sum *from);
 void cp_agg_init(cp_agg *a);
 void cp_agg_combine(cp_agg *into, const cp_agg *from);
 /* Sets a->overhead_ns from its parts (rundata.h): the in-situ ranks'

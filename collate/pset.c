@@ -178,11 +178,73 @@ static void pstat_dec(rd *r, const unsigned char *readable, cp_pstat *s) {
   s->gpu_borrowed_calls = *x++;
 }
 
+/* A path's message-size classes, after its numbers (only Coll/P2p paths
+ * with GPU samples have any; a record without them ends with its numbers):
+ * var count, then per class var k and its CP_SIZE_SUM_FIELDS sums packed
+ * as the numbers are (a bitmap of those not 0, their varints). */
+#define CLS_FIELDS(X, c) \
+  X((c)->calls) X((c)->samples) X((c)->first) X((c)->outliers) X((c)->lent) X((c)->per_n) \
+  X((c)->per_ns) X((c)->est_ns) X((c)->uncovered)
+#define CLS_COUNT1(v) +1
+_Static_assert(0 CLS_FIELDS(CLS_COUNT1, (cp_size_sum *)0) == CP_SIZE_SUM_FIELDS, "CLS_FIELDS lists them all");
+#define CLS_MAX (10 + CP_SIZE_CLASSES * (2 + 2 + CP_SIZE_SUM_FIELDS * 10))
+static int cls_used(const cp_size_sum *c) {
+  static const cp_size_sum none;
+  return memcmp(c, &none, sizeof none) != 0;
+}
+static size_t cls_enc(unsigned char *b, const cp_size_sum *cls) {
+  if (!cls) return 0;
+  size_t n = 0, count = 0;
+  for (unsigned k = 0; k < CP_SIZE_CLASSES; k++) count += cls_used(&cls[k]);
+  if (!count) return 0;
+  n += varenc(b + n, count);
+  for (unsigned k = 0; k < CP_SIZE_CLASSES; k++) {
+    const cp_size_sum *c = &cls[k];
+    if (!cls_used(c)) continue;
+    n += varenc(b + n, k);
+    unsigned present = 0, bit = 1;
+#define PRES(x) { if (x) present |= bit; bit <<= 1; }
+    CLS_FIELDS(PRES, c)
+#undef PRES
+    n += varenc(b + n, present);
+#define ENC(x) { const uint64_t v_ = (x); if (v_) n += varenc(b + n, v_); }
+    CLS_FIELDS(ENC, c)
+#undef ENC
+  }
+  return n;
+}
+/* The classes after a record's numbers (r at them, bounded by the
+ * record's end), added into cls, which is cleared first when *has is 0
+ * (most records have none: 3 KB not cleared per path); *has set when
+ * there were any. */
+static void cls_dec(rd *r, cp_size_sum *cls, int *has) {
+  if (r->err || r->p >= r->end) return;
+  uint64_t count = getvar(r);
+  if (count > CP_SIZE_CLASSES) { r->err = 1; return; }
+  if (count && !*has) {
+    memset(cls, 0, CP_SIZE_CLASSES * sizeof *cls);
+    *has = 1;
+  }
+  for (uint64_t i = 0; i < count && !r->err; i++) {
+    const uint64_t k = getvar(r), present = getvar(r);
+    if (k >= CP_SIZE_CLASSES || present >> CP_SIZE_SUM_FIELDS) { r->err = 1; return; }
+    uint64_t v[CP_SIZE_SUM_FIELDS] = {0};
+    for (unsigned f = 0; f < CP_SIZE_SUM_FIELDS; f++)
+      if (present & (1u << f)) v[f] = getvar(r);
+    const cp_size_sum one = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
+    cp_size_sum *c = &cls[k];
+#define ADD(x) c->x += one.x;
+    ADD(calls) ADD(samples) ADD(first) ADD(outliers) ADD(lent) ADD(per_n) ADD(per_ns) ADD(est_ns) ADD(uncovered)
+#undef ADD
+  }
+}
+
 /* one record; returns its size (written when w) */
 static size_t rec_put(wr *w, uint64_t hash, const unsigned char *path, size_t plen, const unsigned char *func,
-                      size_t flen, uint32_t lt, const cp_pstat *s) {
-  unsigned char st[PSTAT_MAX];
+                      size_t flen, uint32_t lt, const cp_pstat *s, const cp_size_sum *cls) {
+  unsigned char st[PSTAT_MAX + CLS_MAX];
   size_t sl = pstat_enc(st, s);
+  sl += cls_enc(st + sl, cls);
   size_t rest = varlen(plen) + plen + 1 + varlen(flen) + flen + 1 + varlen(lt) + sl;
   if (w) {
     static const unsigned char nul = 0;
@@ -452,6 +514,7 @@ int cp_pset_from_rank(const cp_rank_data *r, int hash_bits, cp_pbuf *out, uint32
     k[i].plen = p->path ? (uint32_t)strlen(p->path) : 0;
     k[i].flen = p->leaf_func ? (uint32_t)strlen(p->leaf_func) : 0;
     cap += 8 + 10 + 10 + k[i].plen + 1 + 10 + k[i].flen + 1 + 10 + PSTAT_MAX;
+    if (p->nsizes) cap += CLS_MAX;   /* (same path twice in a rank: its classes add into one list) */
   }
   if (rkeys_sort(k, n, r->paths) || cp_pbuf_alloc(out, cap)) {
     free(cs); free(k); cp_frz_free(&fz, (size_t)nf);
@@ -467,18 +530,29 @@ int cp_pset_from_rank(const cp_rank_data *r, int hash_bits, cp_pbuf *out, uint32
     uint32_t lt = p->leaf_type, flen = k[i].flen;
     cp_pstat s;
     cp_pstat_from_rec(&s, p, r->rank);
+    cp_size_sum cls[CP_SIZE_CLASSES];
+    int has_cls = 0;
+    if (p->nsizes) {   /* (cleared only where used: most paths have no classes) */
+      memset(cls, 0, sizeof cls);
+      has_cls = cp_size_add_rec(cls, p);
+    }
     size_t j = i + 1;
     for (; j < n && k[j].hash == k[i].hash && rkey_cmp(&k[i], &k[j], r->paths) == 0; j++) {
       const cp_path_rec *q = &r->paths[k[j].idx];
       cp_pstat t;
       cp_pstat_from_rec(&t, q, r->rank);
       pstat_add_same_rank(&s, &t);
+      if (q->nsizes) {
+        if (!has_cls) memset(cls, 0, sizeof cls);
+        has_cls |= cp_size_add_rec(cls, q);
+      }
       const char *qf = q->leaf_func ? q->leaf_func : "";
       if (desc_less(q->leaf_type, (const unsigned char *)qf, k[j].flen, lt, (const unsigned char *)func, flen)) {
         lt = q->leaf_type; func = qf; flen = k[j].flen;
       }
     }
-    rec_put(&w, k[i].hash, (const unsigned char *)path, k[i].plen, (const unsigned char *)func, flen, lt, &s);
+    rec_put(&w, k[i].hash, (const unsigned char *)path, k[i].plen, (const unsigned char *)func, flen, lt, &s,
+            has_cls ? cls : NULL);
     for (; i < j; i++) if (l2i) l2i[k[i].idx] = (uint32_t)np;
     np++;
   }
@@ -551,6 +625,21 @@ static const cp_pgpu *store_gpu(cp_sumstore *st, const cp_pgpu *g, int *failed) 
   if (!q) { *failed = 1; return NULL; }
   *q = *g;
   return q;
+}
+
+/* A path's size classes into the summary's list (paths arrive by id,
+ * so the list stays sorted).  -1 when out of memory. */
+static int store_sizes(cp_summary *sum, cp_sumstore *st, uint64_t id, const cp_size_sum *cls) {
+  if ((sum->nsized & (sum->nsized - 1)) == 0) {   /* 0, 1, 2, 4, ...: grow */
+    cp_sized *v = realloc(sum->sized, (sum->nsized ? 2 * sum->nsized : 1) * sizeof *v);
+    if (!v) return -1;
+    sum->sized = v;
+  }
+  cp_size_sum *c = store_alloc(st, CP_SIZE_CLASSES * sizeof *c, _Alignof(cp_size_sum));
+  if (!c) return -1;
+  memcpy(c, cls, CP_SIZE_CLASSES * sizeof *c);
+  sum->sized[sum->nsized++] = (cp_sized){id, c};
+  return 0;
 }
 
 /* leaf funcs repeat: keep one copy of each recent one */
@@ -634,9 +723,12 @@ static int cur_load(cur *c) {
   c->path = path; c->plen = (uint32_t)plen; c->func = func; c->flen = (uint32_t)flen; c->lt = (uint32_t)lt;
   return 0;
 }
-static void cur_nums(const cur *c, cp_pstat *s) {
+/* The record's numbers into *s; its size classes added into cls
+ * (cls_dec: *has says whether cls holds any yet). */
+static void cur_nums(const cur *c, cp_pstat *s, cp_size_sum *cls, int *has) {
   rd r = {c->nums, c->next, 0};
   pstat_dec(&r, c->end, s);
+  cls_dec(&r, cls, has);
 }
 static inline int cur_cmp(const cur *a, const cur *b) {
   if (a->hash != b->hash) return a->hash < b->hash ? -1 : 1;
@@ -770,11 +862,13 @@ int cp_pset_merge(cp_pbuf *in, size_t k, uint32_t *const *maps, cp_pbuf *out, si
     /* the path's description and numbers */
     cur *best = grp[0];
     cp_pstat s;
-    int need_nums = ng > 1 || sum;
-    if (need_nums) cur_nums(grp[0], &s);
+    cp_size_sum cls[CP_SIZE_CLASSES];
+    int need_nums = ng > 1 || sum, has_cls = 0;
+    memset(&s, 0, sizeof s);   /* its padding too: the summary's bytes are the same every run */
+    if (need_nums) cur_nums(grp[0], &s, cls, &has_cls);
     for (size_t g = 1; g < ng; g++) {
       cp_pstat t;
-      cur_nums(grp[g], &t);
+      cur_nums(grp[g], &t, cls, &has_cls);
       cp_pstat_combine(&s, &t);
       if (desc_less(grp[g]->lt, grp[g]->func, grp[g]->flen, best->lt, best->func, best->flen)) best = grp[g];
     }
@@ -783,7 +877,8 @@ int cp_pset_merge(cp_pbuf *in, size_t k, uint32_t *const *maps, cp_pbuf *out, si
       rl = (size_t)(top->next - top->rec);
       if (out) put(&w, top->rec, rl);
     } else {
-      rl = rec_put(out ? &w : NULL, top->hash, top->path, top->plen, best->func, best->flen, best->lt, &s);
+      rl = rec_put(out ? &w : NULL, top->hash, top->path, top->plen, best->func, best->flen, best->lt, &s,
+                   has_cls ? cls : NULL);
     }
     bytes += rl;
     if (sum) {
@@ -797,6 +892,7 @@ int cp_pset_merge(cp_pbuf *in, size_t k, uint32_t *const *maps, cp_pbuf *out, si
       d->s.core = s.core;
       int nomem = 0;
       d->s.gpu = store_gpu(st, &s.gpu, &nomem);
+      if (has_cls && store_sizes(sum, st, nout, cls) != 0) nomem = 1;
       if (nomem) rc = -1;
     }
     /* move every input of the group on */

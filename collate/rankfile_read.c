@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -118,6 +119,20 @@ static int64_t iso_ns(const char *s) {
   return ns;
 }
 
+/* An array element that is a count or sum: a non-negative integer, or
+ * one past INT64_MAX that load_line quoted; 0 when it is neither. */
+static int elem_u64(json_t *x, uint64_t *v) {
+  if (json_is_integer(x) && json_integer_value(x) >= 0) {
+    *v = (uint64_t)json_integer_value(x);
+    return 1;
+  }
+  const char *d = json_string_value(x);
+  if (!d || !*d || strspn(d, "0123456789") != strlen(d)) return 0;
+  errno = 0;
+  *v = strtoull(d, NULL, 10);
+  return errno == 0;
+}
+
 /* "gpuSizes": [[lo, calls, samples, first samples, ns, first ns, max ns,
  * est ns, est calls, outliers, outlier ns, lent], ...] (the last five
  * absent in files from before); an entry of another length, or whose
@@ -134,11 +149,7 @@ static void read_sizes(json_t *o, cp_path_rec *p) {
     uint64_t v[12];
     const size_t n = json_is_array(e) ? json_array_size(e) : 0;
     int ok = n == 7 || n == 12;
-    for (size_t k = 0; ok && k < n; k++) {
-      json_t *x = json_array_get(e, k);
-      ok = json_is_integer(x) && json_integer_value(x) >= 0;
-      if (ok) v[k] = (uint64_t)json_integer_value(x);
-    }
+    for (size_t k = 0; ok && k < n; k++) ok = elem_u64(json_array_get(e, k), &v[k]);
     if (!ok || v[3] > v[2] || v[5] > v[4]) continue;
     if (n == 12 && (v[8] > v[1] || v[9] > v[2] - v[3] || v[10] > v[4] - v[5] || v[11] > v[8])) continue;
     cp_size_rec r = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], 0, 0, 0, 0, 0, 0};

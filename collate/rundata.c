@@ -29,9 +29,20 @@ void cp_summary_free(cp_summary *s) {
   free(s->hosts); free(s->comms);
   for (size_t i = 0; s->frozen && i < s->nfrozen; i++) free(s->frozen[i].ranges);
   free(s->frozen);
+  free(s->sized);
   cp_sumstore_free(s->owner);           /* paths and strings */
   free(s->coll.bytes_sent); free(s->coll.bytes_recv);
   memset(s, 0, sizeof *s);
+}
+
+const cp_size_sum *cp_summary_sizes(const cp_summary *s, uint64_t id) {
+  size_t lo = 0, hi = s->nsized;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (s->sized[mid].id < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < s->nsized && s->sized[lo].id == id ? s->sized[lo].c : NULL;
 }
 
 const char *cp_type_long_name(uint32_t bit) {

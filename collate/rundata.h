@@ -235,6 +235,23 @@ typedef struct cp_comm_sum {
   uint64_t events;                       /* summed over them */
 } cp_comm_sum;
 
+/* One log2 message-size class of a global path (src/gpu_estimate.h:
+ * class k holds [2^(k-1), 2^k) bytes per call, 0 no size), summed over
+ * ranks, each rank's share from its own estimate of the class (merge.c,
+ * cp_size_add_rec).  All sums, so any grouping of ranks adds up alike. */
+#define CP_SIZE_CLASSES 42
+typedef struct cp_size_sum {
+  uint64_t calls, samples, first, outliers, lent;
+  uint64_t per_n, per_ns;  /* periodic samples but the outliers, their GPU ns */
+  uint64_t est_ns;         /* the ranks' estimates of the class */
+  uint64_t uncovered;      /* ranks with calls of it that their estimate does not
+                              cover (a path without periodic sample there, or a
+                              file from before per-class estimates) */
+} cp_size_sum;
+#define CP_SIZE_SUM_FIELDS 9
+/* A global path's classes (CP_SIZE_CLASSES of them, by class). */
+typedef struct cp_sized { uint64_t id; const cp_size_sum *c; } cp_sized;
+
 /* One global path.  Kept small (rank 0 holds one per global path): what is
  * derived from the numbers is computed when printed, cp_gpath_derive, and
  * GPU numbers are held only for paths that have them. */
@@ -316,6 +333,9 @@ typedef struct cp_summary {
   size_t nfrozen; cp_frozen *frozen;     /* one per distinct reason, by lowest rank;
                                             none when no rank's mask froze */
   size_t npaths;  cp_gpath *paths;       /* by global id */
+  size_t nsized;  cp_sized *sized;       /* the paths with message-size classes (Coll/P2p
+                                            with GPU samples), by global id:
+                                            cp_summary_sizes */
   uint64_t self_total_ns;                /* sum of self_ns over paths */
   size_t ncollisions;                    /* hashes held by more than one path */
   cp_collation_info coll;
@@ -324,6 +344,8 @@ typedef struct cp_summary {
 } cp_summary;
 
 void cp_summary_free(cp_summary *s);
+/* Path id's CP_SIZE_CLASSES message-size classes, NULL for a path without. */
+const cp_size_sum *cp_summary_sizes(const cp_summary *s, uint64_t id);
 
 /* NCCL event-type bit <-> "ncclProfileColl" / short name "Coll". */
 const char *cp_type_long_name(uint32_t bit);   /* "" for unknown */

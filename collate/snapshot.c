@@ -6,6 +6,27 @@
 #include <string.h>
 #include <stdio.h>
 
+/* From the plugin (libcollprof.so), which the MPI layer links; weak, so
+ * that a tool linking this library without the plugin still links (no
+ * size classes then). */
+__attribute__((weak)) size_t collprof_path_size_classes(const collprof_path_stat *p, collprof_size_class *out);
+
+/* A path's message-size classes, as a rank file's "gpuSizes" holds them. */
+static int sizes_from(const collprof_path_stat *p, cp_path_rec *d) {
+  collprof_size_class c[COLLPROF_SIZE_CLASSES];
+  const size_t n = collprof_path_size_classes && p->gpu_classes ? collprof_path_size_classes(p, c) : 0;
+  if (!n) return 0;
+  d->sizes = calloc(n, sizeof *d->sizes);
+  if (!d->sizes) return -1;
+  for (size_t i = 0; i < n; i++) {
+    const collprof_size_class *e = &c[i];
+    d->sizes[i] = (cp_size_rec){e->lo, e->calls, e->samples, e->first_samples, e->ns, e->first_ns, e->max_ns,
+                                e->est_ns, e->est_calls, e->outliers, e->outlier_ns, e->lent, 1};
+  }
+  d->nsizes = n;
+  return 0;
+}
+
 int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_rank_data *r) {
   memset(r, 0, sizeof *r);
   r->has_rank_rec = 1;
@@ -81,6 +102,7 @@ int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_ra
     d->gpu_launch_calls = p->gpu_launch_calls; d->has_launch_calls = p->leaf_type == 2 || p->leaf_type == 4;   /* Coll, P2p */
     d->untimed_calls = p->untimed_calls;
     d->unseen_calls = p->unseen_calls;
+    if (sizes_from(p, d) != 0) { cp_rank_data_free(r); return -1; }
   }
   return 0;
 }

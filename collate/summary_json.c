@@ -4,6 +4,7 @@
  * (ns, counts); hashes are "0x" + 16 hex digits; derived values are floats.
  */
 #include "report.h"
+#include "export.h"
 #include "reduce.h"
 #include "merge.h"
 #include "collprof.h"
@@ -165,6 +166,11 @@ int cp_write_summary_json(const cp_summary *s, const char *path) {
     if (d.bw_valid) {
       fprintf(f, ",\"algbw_gbs\":"); num(f, d.algbw_gbs);
       fprintf(f, ",\"busbw_gbs\":"); num(f, d.busbw_gbs);
+    }
+    const cp_size_sum *cls = cp_summary_sizes(s, (uint64_t)i);
+    if (cls) {   /* per message-size class, as collprof-collate --sizes */
+      fprintf(f, ",\"sizes\":");
+      cp_size_json(f, s, p, cls);
     }
     fprintf(f, ",\"collision\":%s}", p->collides ? "true" : "false");
   }

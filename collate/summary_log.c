@@ -6,6 +6,7 @@
  * collation.  Columns are described in man/collprof.7.
  */
 #include "report.h"
+#include "export.h"
 #include "frozen.h"
 #include "reduce.h"
 #include "merge.h"
@@ -104,7 +105,7 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
     fprintf(f, "GPU time (Coll/P2p, from KernelCh samples; ~ estimated per message-size class,"
                " first-call samples and outliers counted once;\n"
                "  Launches: timed kernel launches, CUDA events on the launch stream, GPU/call their mean"
-               " as an application's events see it; per message size: collprof-collate --sizes)\n");
+               " as an application's events see it; per message size: \"Message sizes\" below)\n");
     int lw = fprintf(f, "%12s | %9s | %7s | %8s | %12s | %13s | %13s | %9s | %13s | %-*s | %s\n", "Calls", "Samples",
                      "First", "Outliers", "Borrowed", "GPU[s]", "GPU/call[us]", "Launches", "GPU/call[us]", pw, "Path",
                      "ID");
@@ -146,6 +147,35 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
                  "  no estimate for the other calls (more samples: --gpu-sample 1, or a longer run)\n");
     fputc('\n', f);
   }
+  free(rows);
+}
+
+/* The Coll/P2p paths' message-size classes (cp_summary_sizes), the ones
+ * with the most GPU time first; the rest in summary.json and
+ * collprof-collate --sizes. */
+#define SIZES_TOP 10
+static void sizes_section(FILE *f, const cp_summary *s) {
+  if (!s->nsized) return;
+  gpu_row *rows = calloc(s->nsized, sizeof *rows);
+  if (!rows) return;
+  for (size_t i = 0; i < s->nsized; i++) {
+    cp_gderived d;
+    cp_gpath_derive(s, &s->paths[s->sized[i].id], &d);
+    rows[i].i = i; rows[i].est = d.gpu_est_ns;
+  }
+  qsort(rows, s->nsized, sizeof *rows, gpu_cmp);
+  const size_t n = s->nsized < SIZES_TOP ? s->nsized : SIZES_TOP;
+  fprintf(f, "Message sizes: the %zu Coll/P2p path%s with the most GPU time, per log2 size class over all ranks\n",
+          n, n == 1 ? "" : "s");
+  cp_size_legend(f, s);
+  for (size_t k = 0; k < n; k++) {
+    const cp_sized *z = &s->sized[rows[k].i];
+    cp_size_table(f, s, &s->paths[z->id], z->c);
+  }
+  if (s->nsized > n)
+    fprintf(f, "\n%zu more path%s: \"sizes\" in summary.json, or collprof-collate --sizes\n", s->nsized - n,
+            s->nsized - n == 1 ? "" : "s");
+  fputc('\n', f);
   free(rows);
 }
 
@@ -354,6 +384,7 @@ int cp_write_summary_log(const cp_summary *s, const char *path) {
   fputc('\n', f);
 
   profile(f, s);
+  sizes_section(f, s);
 
   fprintf(f, "Global paths (ID = position in the sorted set of unique (hash, path))\n");
   for (size_t i = 0; i < s->npaths; i++)

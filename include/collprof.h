@@ -208,6 +208,23 @@ typedef struct collprof_snapshot {
 int collprof_snapshot_take(collprof_snapshot *out);
 void collprof_snapshot_free(collprof_snapshot *s);
 
+/* One message-size class of a Coll/P2p path with GPU samples: calls of
+ * [lo, 2 lo) bytes per call (lo 0: no size), their GPU samples and spans
+ * (first-call ones included, and apart), the longest periodic sample; then
+ * the rank's own estimate of the class (src/gpu_estimate.h): GPU ns
+ * covering est_calls calls, outliers counted once and their ns, calls lent
+ * the neighbouring classes' mean.  The classes' est_ns add up to the
+ * path's gpu_est_ns.  The rank file's "gpuSizes" entries, in this order. */
+typedef struct collprof_size_class {
+  uint64_t lo, calls, samples, first_samples, ns, first_ns, max_ns;
+  uint64_t est_ns, est_calls, outliers, outlier_ns, lent;
+} collprof_size_class;
+#define COLLPROF_SIZE_CLASSES 42   /* the most a path has */
+
+/* p's classes with calls or samples, smallest first, into out (room for
+ * COLLPROF_SIZE_CLASSES); returns how many (0: a path without classes). */
+size_t collprof_path_size_classes(const collprof_path_stat *p, collprof_size_class *out);
+
 /* At MPI_Init: the world rank and size, and the folder rank 0 chose (NULL:
  * keep the plugin's own rule).  The trace becomes <dir>/rank<R>.jsonl; if it
  * was already open as pid<PID>.jsonl it is moved. */

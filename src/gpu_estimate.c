@@ -48,7 +48,11 @@ static double sqrt_nr(double x) {
   return y;
 }
 
-static uint64_t round_u64(double v) { return v <= 0 ? 0 : (uint64_t)(v + 0.5); }
+/* (saturated: a sample of wild GPU timestamps times the class's calls may
+ * pass 2^64, where the conversion would be undefined) */
+static uint64_t round_u64(double v) {
+  return v <= 0 ? 0 : v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)(v + 0.5);
+}
 
 /* A class's value from the classes that have one (gpu_estimate.h): its
  * mean here, a rate of events per call in lean_estimate.c. */

@@ -101,21 +101,17 @@ static void sb_us3(sbuf *b, uint64_t ns) {
  * calls it covers, outliers, their ns, calls given a neighbour's mean]
  * (gpu_estimate.h; the table is filled, class 0 included, by the
  * snapshot) */
-static void gpu_sizes(sbuf *b, const cp_gcls *g) {
-  cp_gcls_est est[CP_GCLS];
-  cp_gpu_estimate_classes(g, est);
+static void gpu_sizes(sbuf *b, const collprof_path_stat *p) {
+  collprof_size_class c[COLLPROF_SIZE_CLASSES];
+  const size_t n = collprof_path_size_classes(p, c);
   sb_printf(b, ",\"gpuSizes\":[");
-  int n = 0;
-  for (unsigned k = 0; k < CP_GCLS; k++) {
-    const cp_gcls_ent *e = &g->c[k];
-    const cp_gcls_est *x = &est[k];
-    if (!e->calls && !e->samples) continue;
-    sb_printf(b, "%s[%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu]", n++ ? "," : "",
-              k ? 1ull << (k - 1) : 0ull, (unsigned long long)e->calls, (unsigned long long)e->samples,
-              (unsigned long long)e->first_samples, (unsigned long long)e->ns,
-              (unsigned long long)e->first_ns, (unsigned long long)e->max_ns, (unsigned long long)x->ns,
-              (unsigned long long)x->calls, (unsigned long long)x->outliers, (unsigned long long)x->outlier_ns,
-              (unsigned long long)x->lent);
+  for (size_t i = 0; i < n; i++) {
+    const collprof_size_class *e = &c[i];
+    sb_printf(b, "%s[%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu]", i ? "," : "",
+              (unsigned long long)e->lo, (unsigned long long)e->calls, (unsigned long long)e->samples,
+              (unsigned long long)e->first_samples, (unsigned long long)e->ns, (unsigned long long)e->first_ns,
+              (unsigned long long)e->max_ns, (unsigned long long)e->est_ns, (unsigned long long)e->est_calls,
+              (unsigned long long)e->outliers, (unsigned long long)e->outlier_ns, (unsigned long long)e->lent);
   }
   sb_printf(b, "]");
 }
@@ -152,7 +148,7 @@ static void path_records(sbuf *b, const collprof_snapshot *s, const int64_t *gid
                 (unsigned long long)p->gpu_outliers);
     if (p->gpu_borrowed_calls)   /* of gpu_est_calls: given other size classes' mean */
       sb_printf(b, ",\"gpu_borrowed_calls\":%llu", (unsigned long long)p->gpu_borrowed_calls);
-    if (p->gpu_classes) gpu_sizes(b, p->gpu_classes);
+    if (p->gpu_classes) gpu_sizes(b, p);
     if (p->untimed_calls)   /* host sampling (plugin.c): times are estimates */
       sb_printf(b, ",\"untimed_calls\":%llu", (unsigned long long)p->untimed_calls);
     if (p->unseen_calls)   /* lean calls (snapshot.c, scale_unseen): calls are estimates */

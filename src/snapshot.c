@@ -415,6 +415,24 @@ size_t cp_snapshot_paths_after_end(collprof_path_stat **out) {
   return n - from;
 }
 
+_Static_assert(COLLPROF_SIZE_CLASSES == CP_GCLS, "collprof.h's bound on size classes is gpu_estimate.h's");
+
+CP_EXPORT size_t collprof_path_size_classes(const collprof_path_stat *p, collprof_size_class *out) {
+  const cp_gcls *g = p ? p->gpu_classes : NULL;
+  if (!g || !out) return 0;
+  cp_gcls_est est[CP_GCLS];
+  cp_gpu_estimate_classes(g, est);
+  size_t n = 0;
+  for (unsigned k = 0; k < CP_GCLS; k++) {
+    const cp_gcls_ent *e = &g->c[k];
+    if (!e->calls && !e->samples) continue;
+    out[n++] = (collprof_size_class){k ? 1ull << (k - 1) : 0, e->calls, e->samples, e->first_samples, e->ns,
+                                     e->first_ns, e->max_ns, est[k].ns, est[k].calls, est[k].outliers,
+                                     est[k].outlier_ns, est[k].lent};
+  }
+  return n;
+}
+
 CP_EXPORT void collprof_snapshot_free(collprof_snapshot *s) {
   if (!s) return;
   for (size_t i = 0; s->paths && i < s->npaths; i++) free(s->paths[i].gpu_classes);

@@ -72,6 +72,35 @@ for p in j["paths"]:
                                ("algbwGBs", "alg", 1, 5.1e-4), ("busbwGBs", "bus", 1, 5.1e-4)):
             assert (c[k] is None) == (w[tk] is None), (p["path"], c["bytes"], k)
             assert c[k] is None or abs(c[k] / sc - w[tk]) <= tol, (p["path"], c["bytes"], k, c[k], w[tk])
+        assert c["borrowedCalls"] == w["lent"], (p["path"], c, w)
+PY
+  # the summary carries the same classes: summary.json per path, and
+  # summary.log's "Message sizes" section (the paths with most GPU time)
+  ok "$name: summary.json's sizes per path = the --sizes JSON's" python3 - "$T/$name.sizes.json" "$T/$name/summary.json" <<'PY'
+import json, sys
+j, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+want = {p["path"]: p["sizes"] for p in j["paths"]}
+got = {p["path"]: p["sizes"] for p in s["paths"] if "sizes" in p}
+assert want and got == want, (sorted(want), sorted(got))
+PY
+  ok "$name: summary.log's Message sizes section holds the --sizes rows of its paths" python3 - "$T/$name.sizes" "$T/$name/summary.log" <<'PY'
+import sys
+def tables(lines):
+    out, cur = {}, None
+    for l in lines:
+        if l.startswith("ID "):
+            cur = out.setdefault(l.strip(), [])
+        elif cur is not None and "|" in l:
+            cur.append(l.rstrip())
+        elif cur is not None and not l.strip():
+            cur = None
+    return out
+t = tables(open(sys.argv[1]).read().splitlines())
+log = open(sys.argv[2]).read().split("Message sizes: the ", 1)
+assert len(log) == 2, "no Message sizes section"
+g = tables(log[1].split("\nGlobal paths", 1)[0].splitlines())
+assert g and all(g[k] == t[k] for k in g), [k for k in g if g[k] != t.get(k)]
+assert len(g) == min(len(t), 10), (len(g), len(t))
 PY
 done
 
@@ -95,10 +124,15 @@ for i, l in enumerate(lines):
     if r.get("recordType") == "path" and r.get("gpuSizes"):
         r["gpuSizes"][0] = [1, 2, 3]                    # not 7 numbers
         r["gpuSizes"].append([64, 1, 1, 5, 9, 0, 9])    # more first-call samples than samples
+        # wild GPU times past INT64_MAX (the plugin writes them as they are;
+        # jansson refuses such integers: read back as quoted decimals)
+        r["gpuSizes"].append([1 << 30, 3, 1, 0, 2**64 - 616, 0, 2**64 - 616, 2**64 - 616, 3, 0, 0, 0])
         lines[i] = json.dumps(r, separators=(",", ":"))
 open(sys.argv[1], "w").write("\n".join(lines) + "\n")
 PY
 "$COLLATE" -q --no-summary "$T/damaged" --sizes "$T/damaged.sizes" >/dev/null 2>&1
 is "$?" 0 "damaged gpuSizes: collprof-collate exits 0"
 is "$(grep -c '^ID ' "$T/damaged.sizes")" "$(grep -c '^ID ' "$T/ag4.sizes")" "damaged gpuSizes: every path still listed"
+is "$(grep -cE '^ +1 GiB \| +3 \| +1 \|' "$T/damaged.sizes")" "$(grep -c '^ID ' "$T/ag4.sizes")" \
+   "gpuSizes numbers past INT64_MAX: read, not dropped (one 1 GiB row per path)"
 done_testing

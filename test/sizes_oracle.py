@@ -5,7 +5,7 @@ against the run's other outputs, sharing no code with it.
   sizes_oracle.py RUNDIR SIZESFILE summary [sampled]   per path: calls and
       samples summed over the classes = summary.json's; where no class has
       "-", the classes' GPU[s] add up to the summary's GPU estimate; per
-      class, GPU[s], Outliers, Lent and GPU/call as summed from the rank
+      class, GPU[s], Outliers, Borrowed and GPU/call as summed from the rank
       files' gpuSizes, each rank's own estimate of the class (whose rule
       gpu_estimate_oracle.py checks): "-" where a rank's estimate covers
       fewer calls than it has (with "sampled": at least one class has calls

@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
   if (chrome && cp_export_chrome(&run, &s, chrome) != 0) rc = 1;
   if (folded && cp_export_folded(&s, folded) != 0) rc = 1;
   if (html && cp_export_html(&run, &s, html, top) != 0) rc = 1;
-  if (sizes && cp_export_sizes(&run, &s, sizes) != 0) rc = 1;
+  if (sizes && cp_export_sizes(&s, sizes) != 0) rc = 1;
   cp_summary_free(&s);
   cp_run_free(&run);
   return rc;
