@@ -3,10 +3,10 @@
  * path's GPU time (gpu_estimate.h).  Runs at sample time (one class entry)
  * and at snapshot time (the estimate), never per event otherwise.
  */
+#include <string.h>   /* before the pragma: libc's functions must not be declared hidden */
 #pragma GCC visibility push(hidden)
 #include "gpu_estimate.h"
 #include "tls.h"
-#include <string.h>
 
 void cp_gcls_add_sample(cp_gcls *g, uint64_t bytes, uint64_t ns, int first) {
   cp_gcls_ent *e = &g->c[cp_gcls_of(bytes)];

@@ -3,7 +3,8 @@
 against the run's other outputs, sharing no code with it.
 
   sizes_oracle.py RUNDIR SIZESFILE summary [sampled]   per path: calls and
-      samples summed over the classes = summary.json's; where no class has
+      samples summed over the classes = summary.json's, and its "sizes"
+      (online: carried up the MPI tree) the table's rows; where no class has
       "-", the classes' GPU[s] add up to the summary's GPU estimate; per
       class, GPU[s], Outliers, Borrowed and GPU/call as summed from the rank
       files' gpuSizes, each rank's own estimate of the class (whose rule
@@ -118,6 +119,21 @@ def c_summary(d, table, sampled_run=False):
             g = sum(r["gpu_s"] for r in rows.values())
             if abs(g - p["gpu_est_ns"] / 1e9) > 5.1e-7 * len(rows):
                 msgs.append("%s: GPU[s] add up to %.6f, summary %.9f" % (path, g, p["gpu_est_ns"] / 1e9))
+    # the summary's own classes (online: carried up the MPI tree) = the
+    # table's (collated from the rank files)
+    for path, rows in table.items():
+        got = {c["bytes"]: c for c in by.get(path, {}).get("sizes", [])}
+        if set(got) != set(rows):
+            msgs.append("%s: summary.json sizes %s, table %s" % (path, sorted(got), sorted(rows)))
+            continue
+        for lo, r in rows.items():
+            c = got[lo]
+            same = (c["calls"], c["samples"], c["firstSamples"], c["outliers"], c["borrowedCalls"]) == \
+                (r["calls"], r["samples"], r["first"], r["outliers"], r["lent"])
+            g = c["gpuNs"]
+            same = same and (g is None) == (r["gpu_s"] is None) and (g is None or abs(g / 1e9 - r["gpu_s"]) <= 5.1e-7)
+            if not same:
+                msgs.append("%s, %d B: summary.json %s, table %s" % (path, lo, c, r))
     own, partial = rank_sizes(d), 0
     for path, rows in table.items():
         for lo, r in rows.items():
