@@ -426,9 +426,13 @@ CP_EXPORT size_t collprof_path_size_classes(const collprof_path_stat *p, collpro
   for (unsigned k = 0; k < CP_GCLS; k++) {
     const cp_gcls_ent *e = &g->c[k];
     if (!e->calls && !e->samples) continue;
-    out[n++] = (collprof_size_class){k ? 1ull << (k - 1) : 0, e->calls, e->samples, e->first_samples, e->ns,
-                                     e->first_ns, e->max_ns, est[k].ns, est[k].calls, est[k].outliers,
-                                     est[k].outlier_ns, est[k].lent};
+    /* a first-call part larger than its whole counts as periodic, as in
+     * the estimate (gpu_estimate.c), so every reader sees one table */
+    const int first_ok = e->first_samples <= e->samples && e->first_ns <= e->ns;
+    out[n++] = (collprof_size_class){k ? 1ull << (k - 1) : 0, e->calls, e->samples,
+                                     first_ok ? e->first_samples : 0, e->ns, first_ok ? e->first_ns : 0,
+                                     e->max_ns, est[k].ns, est[k].calls, est[k].outliers, est[k].outlier_ns,
+                                     est[k].lent};
   }
   return n;
 }
