@@ -104,12 +104,13 @@ static int lone_outlier(unsigned k, double m, const unsigned *ks, const double *
 void cp_gpu_estimate_classes(const cp_gcls *g, cp_gcls_est out[CP_GCLS]) {
   double once_ns[CP_GCLS], mean[CP_GCLS];   /* mean < 0: no periodic sample left */
   uint64_t once_n[CP_GCLS], np[CP_GCLS];    /* np: periodic samples left */
+  uint64_t left_ns[CP_GCLS];                /* their ns, exact (a double is not past 2^53) */
   unsigned ks[CP_GCLS], n = 0;              /* the classes with a mean, ascending */
   double ms[CP_GCLS], est[CP_GCLS];
   memset(out, 0, CP_GCLS * sizeof *out);
   for (unsigned k = 0; k < CP_GCLS; k++) {
     cp_gcls_ent e = g->c[k];
-    once_ns[k] = 0; once_n[k] = 0; mean[k] = -1; np[k] = 0; est[k] = 0;
+    once_ns[k] = 0; once_n[k] = 0; mean[k] = -1; np[k] = 0; est[k] = 0; left_ns[k] = 0;
     if (e.samples >= e.calls) {              /* every call sampled (or none there): exact */
       est[k] = (double)e.ns;
       out[k].calls = e.calls;
@@ -132,6 +133,7 @@ void cp_gpu_estimate_classes(const cp_gcls *g, cp_gcls_est out[CP_GCLS]) {
     if (p) {
       mean[k] = pns / (double)p;
       np[k] = p;
+      left_ns[k] = e.ns - e.first_ns - out[k].outlier_ns;
       ks[n] = k; ms[n] = mean[k]; n++;
     }
   }
@@ -145,7 +147,7 @@ void cp_gpu_estimate_classes(const cp_gcls *g, cp_gcls_est out[CP_GCLS]) {
       if (lone[k]) {
         once_ns[k] += mean[k]; once_n[k]++;
         out[k].outliers++;
-        out[k].outlier_ns += round_u64(mean[k]);
+        out[k].outlier_ns += left_ns[k];   /* the lone sample, exactly */
         mean[k] = -1;
       } else if (mean[k] >= 0) {
         ks[n] = k; ms[n] = mean[k]; n++;

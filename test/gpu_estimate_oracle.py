@@ -64,7 +64,7 @@ def estimate(sizes):
             outliers += 1
             r["c_out"], r["c_out_ns"] = 1, r["mx"]
         r["mean"] = pns / p if p else None
-        r["p"] = p
+        r["p"], r["pns"] = p, pns
         if p:
             sampled.append((r["k"], r["mean"]))
     sampled.sort()
@@ -97,7 +97,7 @@ def estimate(sizes):
         r["once_ns"] += r["mean"]
         r["once_n"] += 1
         r["c_out"] += 1
-        r["c_out_ns"] += r["mean"]
+        r["c_out_ns"] += r["pns"]   # the lone sample, an exact integer
         sampled.remove((r["k"], r["mean"]))
         r["mean"] = None
         outliers += 1

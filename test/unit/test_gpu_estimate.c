@@ -187,6 +187,15 @@ int main(void) {
     cp_gpu_estimate_classes(&g, ce);
     ok(ce[4].calls == 1 && ce[4].ns == 5000000 && ce[8].calls == 0 && ce[8].ns == 0,
        "no periodic sample anywhere: each class covers only its first-call samples");
+    /* a lone outlier past 2^53 (wild GPU timestamps): its ns exact, never
+     * more than the class's periodic ns (a reader rejects an entry that is) */
+    memset(&g, 0, sizeof g);
+    for (unsigned k = 4; k <= 8; k++) g.c[k].calls = 5;
+    smp(&g, 4, 1000, 0); smp(&g, 6, UINT64_MAX - 616, 0); smp(&g, 8, 3000, 0);
+    est(&g, 25, &e, &c, &o);
+    cp_gpu_estimate_classes(&g, ce);
+    ok(ce[6].outliers == 1 && ce[6].outlier_ns == UINT64_MAX - 616 && ce[6].outlier_ns <= g.c[6].ns - g.c[6].first_ns,
+       "a lone outlier of 2^64 - 617 ns: its ns exactly (got %" PRIu64 ")", ce[6].outlier_ns);
     /* rounding: three classes of 4.5 ns each (samples 1 and 2, 3 calls)
      * add up to the rounded total, 14, not 3 x 5 */
     memset(&g, 0, sizeof g);
