@@ -240,7 +240,17 @@ def c_same(d1, d2, with_end=False):
         if k == "collation" or (not with_end and k in END_KEYS):
             continue
         if a.get(k) != b.get(k):
-            msgs.append("summary.json %s: %s | %s" % (k, str(a.get(k))[:200], str(b.get(k))[:200]))
+            x, y = a.get(k), b.get(k)
+            if k == "paths" and isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+                # the first path that differs, and its keys that differ
+                for p, q in zip(x, y):
+                    if p != q:
+                        keys = sorted(j for j in set(p) | set(q) if p.get(j) != q.get(j))
+                        msgs.append("summary.json path %s: %s" % (p.get("path"), "; ".join(
+                            "%s %s | %s" % (j, str(p.get(j))[:300], str(q.get(j))[:300]) for j in keys)))
+                        break
+                continue
+            msgs.append("summary.json %s: %s | %s" % (k, str(x)[:200], str(y)[:200]))
     la, lb = strip_log(d1, with_end), strip_log(d2, with_end)
     for x, y in zip(la, lb):
         if x != y:
