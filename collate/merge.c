@@ -29,10 +29,13 @@ void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank) {
   s->gpu_launch_ns = p->gpu_launch_ns; s->gpu_launch_samples = p->gpu_launch_samples;
   /* the calls the launch mean stands for; files from before: all of them */
   s->gpu_launch_calls = p->has_launch_calls && p->gpu_launch_calls <= p->calls ? p->gpu_launch_calls : p->calls;
-  s->untimed_calls = p->untimed_calls;
-  s->unseen_calls = p->unseen_calls;
-  s->ev_min_ns = p->calls > p->untimed_calls ? p->min_ns : UINT64_MAX;   /* timed events only */
-  s->ev_max_ns = p->calls > p->untimed_calls ? p->max_ns : 0;
+  /* untimed <= calls, unseen <= untimed: a file may say otherwise, and so
+   * may a snapshot read while threads run on (MPI_Finalize with NCCL
+   * threads busy), which must give the summary a file of it gives */
+  s->untimed_calls = p->untimed_calls <= p->calls ? p->untimed_calls : p->calls;
+  s->unseen_calls = p->unseen_calls <= s->untimed_calls ? p->unseen_calls : s->untimed_calls;
+  s->ev_min_ns = p->calls > s->untimed_calls ? p->min_ns : UINT64_MAX;   /* timed events only */
+  s->ev_max_ns = p->calls > s->untimed_calls ? p->max_ns : 0;
   s->nranks = 1;
   s->tmin_ns = s->tmax_ns = p->total_ns;
   s->tmin_rank = s->tmax_rank = rank;
@@ -40,9 +43,19 @@ void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank) {
 
 _Static_assert(CP_SIZE_CLASSES == CP_GCLS, "the summary's size classes are the plugin's");
 
+/* A class entry whose parts exceed what holds them (a damaged file, or a
+ * snapshot read while threads ran on) is left out, wherever it came from,
+ * so the online summary and the rank files' agree. */
+static int size_rec_sane(const cp_size_rec *e) {
+  if (e->first_samples > e->samples || e->first_ns > e->ns) return 0;
+  return !e->has_est || (e->est_calls <= e->calls && e->outliers <= e->samples - e->first_samples &&
+                         e->outlier_ns <= e->ns - e->first_ns && e->lent <= e->est_calls);
+}
+
 int cp_size_add_rec(cp_size_sum *c, const cp_path_rec *p) {
   for (size_t i = 0; i < p->nsizes; i++) {
     const cp_size_rec *e = &p->sizes[i];
+    if (!size_rec_sane(e)) continue;
     cp_size_sum *d = &c[cp_gcls_of(e->lo)];
     d->calls += e->calls;
     d->samples += e->samples;

@@ -135,9 +135,8 @@ static int elem_u64(json_t *x, uint64_t *v) {
 
 /* "gpuSizes": [[lo, calls, samples, first samples, ns, first ns, max ns,
  * est ns, est calls, outliers, outlier ns, lent], ...] (the last five
- * absent in files from before); an entry of another length, or whose
- * first-call, sampled or estimated counts exceed what contains them, is
- * left out (a damaged file). */
+ * absent in files from before); an entry of another length is left out
+ * (a damaged file; one whose parts exceed their whole, by merge.c). */
 static void read_sizes(json_t *o, cp_path_rec *p) {
   json_t *a = json_object_get(o, "gpuSizes");
   if (!json_is_array(a) || !json_array_size(a)) return;
@@ -150,8 +149,7 @@ static void read_sizes(json_t *o, cp_path_rec *p) {
     const size_t n = json_is_array(e) ? json_array_size(e) : 0;
     int ok = n == 7 || n == 12;
     for (size_t k = 0; ok && k < n; k++) ok = elem_u64(json_array_get(e, k), &v[k]);
-    if (!ok || v[3] > v[2] || v[5] > v[4]) continue;
-    if (n == 12 && (v[8] > v[1] || v[9] > v[2] - v[3] || v[10] > v[4] - v[5] || v[11] > v[8])) continue;
+    if (!ok) continue;   /* (parts larger than their whole: left out in merge.c) */
     cp_size_rec r = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], 0, 0, 0, 0, 0, 0};
     if (n == 12) {
       r.est_ns = v[7]; r.est_calls = v[8]; r.outliers = v[9]; r.outlier_ns = v[10]; r.lent = v[11];
@@ -185,9 +183,7 @@ static void read_path(json_t *o, cp_path_rec *p) {
   p->has_launch_calls = json_object_get(o, "gpu_launch_calls") != NULL;   /* Coll/P2p paths */
   p->gpu_launch_calls = u64(o, "gpu_launch_calls");
   p->untimed_calls = u64(o, "untimed_calls");   /* absent when every call was timed */
-  if (p->untimed_calls > p->calls) p->untimed_calls = p->calls;
-  p->unseen_calls = u64(o, "unseen_calls");     /* absent without lean calls */
-  if (p->unseen_calls > p->untimed_calls) p->unseen_calls = p->untimed_calls;
+  p->unseen_calls = u64(o, "unseen_calls");     /* absent without lean calls (both bounded in merge.c) */
   if (p->leaf_type == 2 || p->leaf_type == 4) read_sizes(o, p);   /* Coll, P2p (proxy paths': another meaning) */
 }
 
