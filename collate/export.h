@@ -47,6 +47,10 @@ void cp_size_text(uint64_t lo, char *b, size_t n);
 void cp_size_table(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c);
 void cp_size_json(FILE *f, const cp_summary *s, const cp_gpath *g, const cp_size_sum *c);
 void cp_size_legend(FILE *f, const cp_summary *s);
+/* Indices into s->sized, the paths with the most GPU time (the summary's
+ * estimate) first, ties by id; NULL when there are none or no memory.
+ * free() it. */
+size_t *cp_sized_by_gpu(const cp_summary *s);
 
 /* ---- shared by the exporters (export_util.c) ---- */
 

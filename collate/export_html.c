@@ -408,22 +408,10 @@ static void cp_sizes_figure(FILE *f, const cp_summary *s, const cp_gpath *g, con
 
 /* The message sizes (export_sizes.c) of the Coll/P2p paths with the most
  * GPU time (the summary's estimate), at most top of them. */
-typedef struct { double gpu_ns; size_t id; } cp_gpu_rank;
-static int cp_gpu_rank_cmp(const void *x, const void *y) {
-  const cp_gpu_rank *a = x, *b = y;
-  if (a->gpu_ns != b->gpu_ns) return a->gpu_ns > b->gpu_ns ? -1 : 1;
-  return a->id < b->id ? -1 : a->id > b->id;
-}
 static void cp_sizes_section(FILE *f, const cp_summary *s, size_t top) {
-  cp_gpu_rank *o = malloc((s->nsized ? s->nsized : 1) * sizeof *o);
-  size_t n = 0;
-  for (size_t i = 0; o && i < s->nsized; i++) {
-    cp_gderived d;
-    cp_gpath_derive(s, &s->paths[s->sized[i].id], &d);
-    o[n++] = (cp_gpu_rank){d.gpu_est_ns, i};
-  }
+  size_t *o = cp_sized_by_gpu(s);
+  const size_t n = o ? s->nsized : 0;
   if (n) {
-    qsort(o, n, sizeof *o, cp_gpu_rank_cmp);
     fprintf(f, "<h2 id=\"sizes\">Message sizes: the %zu Coll/P2p paths with the most GPU time</h2>\n"
                "<p class=\"note\">Per log2 size class (calls of size to 2&times;size bytes per rank): calls "
                "summed over ranks, GPU samples, the class's GPU time, a typical call's (the periodic samples' "
@@ -431,7 +419,7 @@ static void cp_sizes_section(FILE *f, const cp_summary *s, size_t top) {
                "size (exact for power-of-two sizes). <code>collprof-collate --sizes</code> lists every "
                "path.</p>\n<div class=\"charts\">\n", n < top ? n : top);
     for (size_t i = 0; i < n && i < top; i++) {
-      const cp_sized *z = &s->sized[o[i].id];   /* (id: the index in s->sized here) */
+      const cp_sized *z = &s->sized[o[i]];
       cp_sizes_figure(f, s, &s->paths[z->id], z->c);
     }
     fputs("</div>\n", f);

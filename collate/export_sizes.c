@@ -63,6 +63,28 @@ void cp_size_row_of(const cp_summary *s, const cp_gpath *g, unsigned k, const cp
   }
 }
 
+typedef struct { double gpu_ns; size_t i; } by_gpu;
+static int by_gpu_cmp(const void *x, const void *y) {
+  const by_gpu *a = x, *b = y;
+  if (a->gpu_ns != b->gpu_ns) return a->gpu_ns > b->gpu_ns ? -1 : 1;
+  return a->i < b->i ? -1 : a->i > b->i;
+}
+
+size_t *cp_sized_by_gpu(const cp_summary *s) {
+  by_gpu *o = s->nsized ? malloc(s->nsized * sizeof *o) : NULL;
+  size_t *idx = o ? malloc(s->nsized * sizeof *idx) : NULL;
+  if (!idx) { free(o); return NULL; }
+  for (size_t i = 0; i < s->nsized; i++) {
+    cp_gderived d;
+    cp_gpath_derive(s, &s->paths[s->sized[i].id], &d);
+    o[i] = (by_gpu){d.gpu_est_ns, i};
+  }
+  qsort(o, s->nsized, sizeof *o, by_gpu_cmp);
+  for (size_t i = 0; i < s->nsized; i++) idx[i] = o[i].i;
+  free(o);
+  return idx;
+}
+
 void cp_size_text(uint64_t lo, char *b, size_t n) {
   static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (!lo) { snprintf(b, n, "unsized"); return; }

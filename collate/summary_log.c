@@ -155,28 +155,21 @@ static void gpu_table(FILE *f, const cp_summary *s, int pw) {
  * collprof-collate --sizes. */
 #define SIZES_TOP 10
 static void sizes_section(FILE *f, const cp_summary *s) {
-  if (!s->nsized) return;
-  gpu_row *rows = calloc(s->nsized, sizeof *rows);
-  if (!rows) return;
-  for (size_t i = 0; i < s->nsized; i++) {
-    cp_gderived d;
-    cp_gpath_derive(s, &s->paths[s->sized[i].id], &d);
-    rows[i].i = i; rows[i].est = d.gpu_est_ns;
-  }
-  qsort(rows, s->nsized, sizeof *rows, gpu_cmp);
+  size_t *o = cp_sized_by_gpu(s);
+  if (!o) return;
   const size_t n = s->nsized < SIZES_TOP ? s->nsized : SIZES_TOP;
   fprintf(f, "Message sizes: the %zu Coll/P2p path%s with the most GPU time, per log2 size class over all ranks\n",
           n, n == 1 ? "" : "s");
   cp_size_legend(f, s);
   for (size_t k = 0; k < n; k++) {
-    const cp_sized *z = &s->sized[rows[k].i];
+    const cp_sized *z = &s->sized[o[k]];
     cp_size_table(f, s, &s->paths[z->id], z->c);
   }
   if (s->nsized > n)
     fprintf(f, "\n%zu more path%s: \"sizes\" in summary.json, or collprof-collate --sizes\n", s->nsized - n,
             s->nsized - n == 1 ? "" : "s");
   fputc('\n', f);
-  free(rows);
+  free(o);
 }
 
 static void profile(FILE *f, const cp_summary *s) {

@@ -10,9 +10,10 @@
  * Returns only on failure, with errno set by the exec. */
 void cp_exec_program(const char *path, char **argv);
 
-/* Runs path/argv as a child and waits for it: SIGTERM, SIGHUP, SIGUSR1 and
- * SIGUSR2 sent to the launcher go on to it; SIGINT and SIGQUIT are left to
- * the terminal, which sends them to the child too (same process group).
+/* Runs path/argv as a child and waits for it: SIGTERM, SIGHUP, SIGUSR1,
+ * SIGUSR2, SIGINT and SIGQUIT sent to the launcher go on to it, but for
+ * SIGINT and SIGQUIT typed at a terminal, which reach the child already
+ * (same process group).
  * Then runs <launcher's folder>/collprof-collate on dir (summary.log,
  * summary.json, report.html, sizes.txt there) with the LD_PRELOAD the user
  * had (preload_before: NULL for none), so the profiler is not loaded into
