@@ -104,6 +104,35 @@ PY
 out=$(python3 "$TOP/test/gpu/ab_passes.py" "$T/passes2")
 like "$(grep -E '^# \[0\] mid: .*pooled' <<<"$out")" '1 of 1 sizes above 1\.03 by the pooled median \(8B\); with the interval above 1\.03: 0$' \
   "pooled median above 3% with an interval reaching below it: not counted as beyond the noise"
+# Against the floor over passes: collprof-all and noop-all in three
+# passes.  noop-all: 1.01 at both sizes in pass 1, 1.00 after; collprof-all:
+# 8 B at 1.05, 1.02, 1.04 and 1 MiB at 1.00, 1.03, 1.00.  Mean bus
+# bandwidth (1 MiB dominates) over the floor's: 1.00 / (1 / 1.01) = 1.0100,
+# (1 / 1.03) / 1 = 0.9709, 1.0000: median 1.0000, within 1% in 2 of 3.  Per
+# size over the floor: 8 B 1.0396, 1.02, 1.04 (median 1.0396, above 3%);
+# 1 MiB 0.9901, 1.03, 1.00 (median 1.0000).
+python3 - "$T/floors" <<'PY'
+import json, os, sys
+off = [10.0, 10.2, 9.9, 10.1]
+r = {"collprof-all": [(1.05, 1.00), (1.02, 1.03), (1.04, 1.00)], "noop-all": [(1.01, 1.01), (1.0, 1.0), (1.0, 1.0)]}
+for p in range(3):
+    for c in r:
+        d = os.path.join(sys.argv[1], "p%d" % (p + 1), c, "app")
+        os.makedirs(d)
+        res = [{"op": "allreduce", "bytes": b, "busbw_factor": 1.0, "off_us": off, "on_us": [x * k for x in off]}
+               for b, k in zip((8, 1 << 20), r[c][p])]
+        json.dump({"nranks": 2, "calls": 100, "rounds": 4, "settle": 2, "results": res}, open(os.path.join(d, "ab.json"), "w"))
+open(os.path.join(sys.argv[1], "configs"), "w").write("collprof-all\nnoop-all\n")
+PY
+out=$(python3 "$TOP/test/gpu/ab_passes.py" "$T/floors")
+is "$?" 0 "ab_passes.py with a configuration and its floor runs"
+like "$(grep -E '^  busbw ' <<<"$out")" '^  busbw  1\.0100 0\.9709 1\.0000  \| median 1\.0000; within 1% in 2 of 3 passes$' \
+  "over the floor, pass by pass: each pass's mean bus bandwidth ratio over the floor's, paired within the pass"
+like "$(grep -E '^  allred 8B ' <<<"$out" | tail -1)" '^  allred 8B +1\.0396  \(3 passes\)$' "8 B over the floor: median over the passes of 1.05/1.01, 1.02, 1.04"
+like "$(grep -E '^  allred 1M ' <<<"$out" | tail -1)" '^  allred 1M +1\.0000  \(3 passes\)$' "1 MiB over the floor: median of 0.9901, 1.03, 1.00"
+like "$(grep 'goal check, collprof-all vs noop-all' <<<"$out")" 'allreduce, 3 passes: mean busbw 1\.0000 of the floor.s \(median over passes\) within 1%, within in 2 of 3 passes; 1 of 2 sizes > 3% above the floor by their median over the passes \(8B\)$' \
+  "goal line over passes: median bus bandwidth ratio, passes within, sizes over 3%"
+like "$(grep -c 'goal check, collprof vs' <<<"$out")" '^0$' "no line for a pair of which only one configuration ran"
 python3 "$TOP/test/gpu/ab_passes.py" "$T/none" >"$T/none.out" 2>&1
 like "$? $(cat "$T/none.out")" '^1 ab_passes.py: no pN/CONFIG/app/ab.json' "no passes: one clear line, exit 1"
 python3 "$REP" "$T/none" >"$T/none.out" 2>&1

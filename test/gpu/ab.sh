@@ -41,7 +41,9 @@
 # order every other pass, into $RUN_OUT/pN/, and ends with ab_passes.py:
 # each configuration's per-pass median ratio and in how many passes it was
 # below the first one's, and per size the median over the passes (one
-# pass's verdict moves by more than the differences in question).
+# pass's verdict moves by more than the differences in question); then
+# each collprof configuration over its floor (the pairs below), pass by
+# pass: the goal line for every event on every call over all passes.
 # "collprof@DIR" (or "collprof@DIR:VAR=V,...") runs the libraries of the
 # build in DIR (DIR/lib), e.g. an older commit's, as the baseline.
 set -u

@@ -24,13 +24,40 @@ above 1.03, telling those whose whole interval lies above 1.03 (slower
 beyond the rounds' noise) from those whose interval reaches below it.
 Rounds of one pass share a process, so the interval is narrower than
 fully independent runs would give; the median over passes above does not
-assume that."""
+assume that.
+
+Then each collprof configuration against the do-nothing plugin with its
+mask (FLOORS: collprof-all over noop-all, collprof over noop-default and
+noop-sampled, collprof-gs0 over noop-default, collprof-api over noop-api),
+where both ran: pass by pass, its mean bus bandwidth ratio (on/off, as
+ab_report.py computes it) over the floor's, and in how many passes that is
+within 1%; per size the median over the passes of its median paired ratio
+over the floor's, and the sizes more than 3% above the floor by it.  Both
+ran in the same pass, so drift between passes cancels; this is the issue's
+"every event on every call within 1% of the do-nothing plugin with the
+same mask", judged over all passes."""
 import json
 import math
 import os
 import sys
 
-from ab_report import median, size_str   # the same figures ab_report.py prints per pass
+from ab_report import median, size_str, summary   # the same figures ab_report.py prints per pass
+
+# (configuration, its floor): ab.sh's pairs, the do-nothing plugin with the same mask
+FLOORS = [("collprof-all", "noop-all"), ("collprof", "noop-default"), ("collprof", "noop-sampled"),
+          ("collprof-gs0", "noop-default"), ("collprof-api", "noop-api")]
+
+
+def load_summaries(pdir):
+    """{config: ab_report.summary of its ab.json} of one pass folder."""
+    out = {}
+    for c in sorted(os.listdir(pdir)):
+        try:
+            with open(os.path.join(pdir, c, "app", "ab.json")) as fh:
+                out[c] = summary(json.load(fh))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out
 
 
 def load_pairs(pdir):
@@ -129,6 +156,38 @@ def main():
         print("# [%d] %s: %d of %d sizes above 1.03 by their median over the passes%s" %
               (i, c, len(over[c]), len(keys), (" (" + ", ".join(over[c]) + ")") if over[c] else ""))
     pooled(pairs, order, keys)
+    floors([load_summaries(os.path.join(top, d)) for d in passes])
+
+
+def floors(sums):
+    """Each configuration over its floor, pass by pass (module docstring);
+    sums: load_summaries of each pass."""
+    for a, f in FLOORS:
+        both = [s for s in sums if a in s and f in s]
+        if not both:
+            continue
+        ops = list(dict.fromkeys(op for s in both for op in s[a] if op in s[f]))
+        for op in ops:
+            got = [(s[a][op], s[f][op]) for s in both if op in s[a] and op in s[f]]
+            bw = [ra[1] / rf[1] for ra, rf in got if rf[1] > 0 and not math.isnan(ra[1] / rf[1])]
+            if not bw:
+                continue
+            within = sum(1 for x in bw if x >= 0.99)
+            print("#\n# %s over %s, %s, pass by pass: mean bus bandwidth ratio over the floor's" % (a, f, op))
+            print("  busbw  %s  | median %.4f; within 1%% in %d of %d passes" %
+                  (" ".join("%.4f" % x for x in bw), median(bw), within, len(bw)))
+            sizes = sorted({b for ra, rf in got for b in ra[0] if b in rf[0]})
+            over = []
+            for b in sizes:
+                v = [ra[0][b] / rf[0][b] for ra, rf in got if b in ra[0] and b in rf[0] and rf[0][b] > 0]
+                m = median(v)
+                if m > 1.03:
+                    over.append(size_str(b))
+                print("  %-6s %-6s %8.4f  (%d passes)" % (op[:6], size_str(b), m, len(v)))
+            print("# goal check, %s vs %s, %s, %d passes: mean busbw %.4f of the floor's (median over passes) %s 1%%, "
+                  "within in %d of %d passes; %d of %d sizes > 3%% above the floor by their median over the passes%s" %
+                  (a, f, op, len(bw), median(bw), "within" if median(bw) >= 0.99 else "NOT within", within, len(bw),
+                   len(over), len(sizes), (" (" + ", ".join(over) + ")") if over else ""))
 
 
 def pooled(pairs, order, keys):
