@@ -204,6 +204,12 @@ is "$?" 5 "--collate started with SIGCHLD ignored: still the program's status"
 rm -f started; WORLD_SIZE=4 COLLPROF_LIBDIR=$FAKE "$CP" --collate --no-mpi -q -o "$T/cl4" -- ./prog >out 2>err
 ok "--collate in one of several tasks (WORLD_SIZE=4): ignored, said, the program runs" bash -c \
   'test -e started && grep -q -- "--collate: this is one task of several (WORLD_SIZE)" err'
+rm -f started; FLUX_JOB_SIZE=2 COLLPROF_LIBDIR=$FAKE "$CP" --collate --no-mpi -q -o "$T/cl6" -- ./prog >out 2>err
+ok "--collate in a task of a Flux job of 2 (FLUX_JOB_SIZE): ignored, said, the program runs" bash -c \
+  'test -e started && grep -q -- "--collate: this is one task of several (FLUX_JOB_SIZE)" err'
+rm -f started; FLUX_JOB_SIZE=1 JSM_NAMESPACE_SIZE=1 COLLPROF_LIBDIR=$FAKE "$CP" --collate --no-mpi -q -o "$T/cl7" -- ./prog >out 2>err
+ok "--collate in a job of one task (FLUX_JOB_SIZE=1, JSM_NAMESPACE_SIZE=1): not refused" bash -c \
+  'test -e started && ! grep -q -- "one task of several" err'
 run --collate --no-mpi -q -o "$T/cl3" -- ./no-such-program
 is "$(cat rc)" 127 "--collate: program not found, 127"
 

@@ -205,11 +205,14 @@ static int cp_mpi_env(void) {
   return 0;
 }
 
-/* Started as one task of a job of several without MPI (torchrun's
- * workers, an srun step of several tasks): the variable that says so, or
- * NULL. */
+/* Started as one task of a job of several without MPI: the variable that
+ * says so, or NULL.  Each names the tasks of this launch alone (not of an
+ * allocation, as SLURM_NTASKS does in a batch script): torchrun's and
+ * DeepSpeed's workers (WORLD_SIZE), an srun step, a Flux job, an LSF
+ * jsrun launch, Horovod's workers without MPI (gloo). */
 static const char *cp_one_of_several(void) {
-  static const char *vars[] = {"WORLD_SIZE", "SLURM_STEP_NUM_TASKS"};
+  static const char *vars[] = {"WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "FLUX_JOB_SIZE", "JSM_NAMESPACE_SIZE",
+                               "HOROVOD_SIZE"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     const char *v = getenv(vars[i]);
     if (v && atol(v) > 1) return vars[i];
