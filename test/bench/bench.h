@@ -41,7 +41,12 @@ typedef struct bench_result {
  * changes from one second to the next (a 2-core VM here ran the same
  * one-thread loop in 28 or 53 ms, run to run), and slices tens of
  * milliseconds apart see the same machine where separate processes
- * seconds apart do not. */
+ * seconds apart do not.
+ *
+ * COLLPROF_BENCH_CHANNELS=C (1-64, default 2): KernelCh per call, as NCCL
+ * sends one per channel (24 for a small all-reduce on 2 H200s); run by
+ * hand with --child, for the proxy thread's share at real channel counts
+ * (the plan's rows keep 2, the figures quoted since session 1). */
 int bench_child(const char *plugin, int threads, long iters);
 
 /* bench_bind.c: where the calling threads run (COLLPROF_BENCH_BIND=1:

@@ -40,7 +40,11 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { CHANNELS = 2, STEPS = 2, WARMUP = 2000, MAXSLICE = 64, MAXT_SLICE = 256 };
+enum { STEPS = 2, WARMUP = 2000, MAXSLICE = 64, MAXT_SLICE = 256, MAXCH = 64 };
+/* KernelCh per call (COLLPROF_BENCH_CHANNELS, default 2, at most MAXCH):
+ * NCCL sends one per channel, 24 for a small all-reduce on 2 H200s; the
+ * ProxyOp and ProxyStep of a network call follow the same count. */
+static int CHANNELS = 2;
 
 static ncclProfiler_v5_t *g_p;
 static int g_mask;                  /* NCCL's one process-wide mask int */
@@ -240,7 +244,7 @@ static void *app_part(thr *t, uint64_t seq, char *buf, int *mp) {
  * NVLink (KernelCh and ProxyCtrl only). */
 static void proxy_part(thr *t, void *co, int m, uint64_t seq, int net) {
   ncclProfilerEventDescr_v5_t d;
-  void *kc[CHANNELS] = {NULL};
+  void *kc[MAXCH] = {NULL};
   /* every channel's KernelCh starts before the first stops (as in every
    * capture: NCCL starts them when it sees the kernel launched, stops each
    * when its channel's stop time arrives) */
@@ -471,6 +475,10 @@ int bench_child(const char *plugin, int threads, long iters) {
   if (getenv("COLLPROF_BENCH_SLICES") && threads >= 2 && threads <= MAXT_SLICE && !g_proxy) {
     const long s = atol(getenv("COLLPROF_BENCH_SLICES"));
     g_slices = s > 0 ? (int)(s < MAXSLICE ? s : MAXSLICE) : 0;
+  }
+  if (getenv("COLLPROF_BENCH_CHANNELS")) {
+    const long c = atol(getenv("COLLPROF_BENCH_CHANNELS"));
+    CHANNELS = c >= 1 && c <= MAXCH ? (int)c : 2;
   }
   if (getenv("COLLPROF_BENCH_POLLUTE")) {
     const long kb = atol(getenv("COLLPROF_BENCH_POLLUTE"));
