@@ -46,7 +46,7 @@ typedef struct bench_result {
  * COLLPROF_BENCH_CHANNELS=C (1-64, default 2): KernelCh per call, as NCCL
  * sends one per channel (24 for a small all-reduce on 2 H200s); run by
  * hand with --child, for the proxy thread's share at real channel counts
- * (the plan's rows keep 2, the figures quoted since session 1). */
+ * (the plan's rows keep 2). */
 int bench_child(const char *plugin, int threads, long iters);
 
 /* bench_bind.c: where the calling threads run (COLLPROF_BENCH_BIND=1:
