@@ -34,6 +34,13 @@ static inline void h1_env(const char *pool_size) {
    * would not be counted again (test/lean.t replays lean calls as NCCL
    * sends them) */
   setenv("COLLPROF_LEAN", "0", 0);
+  /* what test/tap.sh exports for every test, so that a binary run by hand
+   * behaves as under make check (every call timed, one GPU sample in N
+   * exactly, no start delay, no cost windows) */
+  setenv("COLLPROF_HOST_SAMPLE", "1", 0);
+  setenv("COLLPROF_GPU_SAMPLE_US", "0", 0);
+  setenv("COLLPROF_GPU_SAMPLE_DELAY_MS", "0", 0);
+  setenv("COLLPROF_COST_SAMPLE_MS", "0", 0);
   if (pool_size) setenv("COLLPROF_POOL_SIZE", pool_size, 1);
 }
 
