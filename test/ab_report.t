@@ -51,6 +51,26 @@ like "$(grep -E '^ +8B ' <<<"$out")" '^ +8B +1\.0500 +1\.0100 +1\.0396$' "agains
 like "$(grep -E '^ +1M ' <<<"$out")" '^ +1M +1\.0000 +1\.0100 +0\.9901$' "1 MiB: 1.0000 / 1.0100 = 0.9901"
 like "$(grep 'goal check' <<<"$out")" '^# goal check, test vs noop: allreduce: mean busbw 1\.0100 of the floor.s within 1%; 1 sizes > 3% above the floor \(8B\)$' \
   "goal line against the floor: the bus bandwidth ratios' ratio, the sizes over 3%"
+# gen_passes DIR SPEC: pass folders DIR/pN/CONFIG/app/ab.json made up, and
+# DIR/configs; SPEC is JSON {"sizes": [bytes...], "configs": {name: [[the
+# on/off ratio of each size] for each pass]}}, every round of a pass at
+# that ratio over the same paused times.
+gen_passes() {
+  python3 - "$1" "$2" <<'PY'
+import json, os, sys
+top, spec = sys.argv[1], json.loads(sys.argv[2])
+off = [10.0, 10.2, 9.9, 10.1]
+for c, passes in spec["configs"].items():
+    for p, ratios in enumerate(passes):
+        d = os.path.join(top, "p%d" % (p + 1), c, "app")
+        os.makedirs(d)
+        res = [{"op": "allreduce", "bytes": b, "busbw_factor": 1.0, "off_us": off, "on_us": [x * k for x in off]}
+               for b, k in zip(spec["sizes"], ratios)]
+        json.dump({"nranks": 2, "calls": 100, "rounds": 4, "settle": 2, "results": res},
+                  open(os.path.join(d, "ab.json"), "w"))
+open(os.path.join(top, "configs"), "w").write("\n".join(spec["configs"]) + "\n")
+PY
+}
 # Several alternated passes (ab.sh PASSES=n): ab_passes.py.  Three passes
 # of a baseline "old" and a "new" configuration; per size the ratio is the
 # same in every round of a pass, so each pass's per-size median is known.
@@ -58,19 +78,8 @@ like "$(grep 'goal check' <<<"$out")" '^# goal check, test vs noop: allreduce: m
 # new: 8 B at 1.02, 1.045, 1.01, 1 MiB at 1.00.  Per pass the median over
 # the two sizes: old 1.025, 1.02, 1.03; new 1.01, 1.0225, 1.005 (above
 # old in the second pass).
-python3 - "$T/passes" <<'PY'
-import json, os, sys
-off = [10.0, 10.2, 9.9, 10.1]
-r8 = {"old": [1.05, 1.04, 1.06], "new": [1.02, 1.045, 1.01]}
-for p in range(3):
-    for c in ("old", "new"):
-        d = os.path.join(sys.argv[1], "p%d" % (p + 1), c, "app")
-        os.makedirs(d)
-        res = [{"op": "allreduce", "bytes": 8, "busbw_factor": 1.0, "off_us": off, "on_us": [x * r8[c][p] for x in off]},
-               {"op": "allreduce", "bytes": 1 << 20, "busbw_factor": 1.0, "off_us": off, "on_us": off}]
-        json.dump({"nranks": 2, "calls": 100, "rounds": 4, "settle": 2, "results": res}, open(os.path.join(d, "ab.json"), "w"))
-open(os.path.join(sys.argv[1], "configs"), "w").write("old\nnew\n")
-PY
+gen_passes "$T/passes" '{"sizes": [8, 1048576], "configs": {"old": [[1.05, 1.0], [1.04, 1.0], [1.06, 1.0]],
+  "new": [[1.02, 1.0], [1.045, 1.0], [1.01, 1.0]]}}'
 out=$(python3 "$TOP/test/gpu/ab_passes.py" "$T/passes")
 is "$?" 0 "ab_passes.py runs"
 like "$(grep -E '^  old ' <<<"$out")" '^  old +1\.0250 1\.0200 1\.0300 +\| median 1\.0250$' \
@@ -92,15 +101,7 @@ like "$(grep -E '^# \[1\] new: .*pooled' <<<"$out")" '0 of 2 sizes above 1\.03 b
   "...the new configuration's none"
 # One configuration whose 8 B is 1.05, 1.00 and 1.04 in three passes: its
 # pooled median 1.04 is above 1.03, its interval [1.00, 1.05] is not.
-python3 - "$T/passes2" <<'PY'
-import json, os, sys
-off = [10.0, 10.2, 9.9, 10.1]
-for p, r in enumerate((1.05, 1.00, 1.04)):
-    d = os.path.join(sys.argv[1], "p%d" % (p + 1), "mid", "app")
-    os.makedirs(d)
-    res = [{"op": "allreduce", "bytes": 8, "busbw_factor": 1.0, "off_us": off, "on_us": [x * r for x in off]}]
-    json.dump({"nranks": 2, "calls": 100, "rounds": 4, "settle": 2, "results": res}, open(os.path.join(d, "ab.json"), "w"))
-PY
+gen_passes "$T/passes2" '{"sizes": [8], "configs": {"mid": [[1.05], [1.00], [1.04]]}}'
 out=$(python3 "$TOP/test/gpu/ab_passes.py" "$T/passes2")
 like "$(grep -E '^# \[0\] mid: .*pooled' <<<"$out")" '1 of 1 sizes above 1\.03 by the pooled median \(8B\); with the interval above 1\.03: 0$' \
   "pooled median above 3% with an interval reaching below it: not counted as beyond the noise"
@@ -111,19 +112,8 @@ like "$(grep -E '^# \[0\] mid: .*pooled' <<<"$out")" '1 of 1 sizes above 1\.03 b
 # (1 / 1.03) / 1 = 0.9709, 1.0000: median 1.0000, within 1% in 2 of 3.  Per
 # size over the floor: 8 B 1.0396, 1.02, 1.04 (median 1.0396, above 3%);
 # 1 MiB 0.9901, 1.03, 1.00 (median 1.0000).
-python3 - "$T/floors" <<'PY'
-import json, os, sys
-off = [10.0, 10.2, 9.9, 10.1]
-r = {"collprof-all": [(1.05, 1.00), (1.02, 1.03), (1.04, 1.00)], "noop-all": [(1.01, 1.01), (1.0, 1.0), (1.0, 1.0)]}
-for p in range(3):
-    for c in r:
-        d = os.path.join(sys.argv[1], "p%d" % (p + 1), c, "app")
-        os.makedirs(d)
-        res = [{"op": "allreduce", "bytes": b, "busbw_factor": 1.0, "off_us": off, "on_us": [x * k for x in off]}
-               for b, k in zip((8, 1 << 20), r[c][p])]
-        json.dump({"nranks": 2, "calls": 100, "rounds": 4, "settle": 2, "results": res}, open(os.path.join(d, "ab.json"), "w"))
-open(os.path.join(sys.argv[1], "configs"), "w").write("collprof-all\nnoop-all\n")
-PY
+gen_passes "$T/floors" '{"sizes": [8, 1048576], "configs": {"collprof-all": [[1.05, 1.00], [1.02, 1.03], [1.04, 1.00]],
+  "noop-all": [[1.01, 1.01], [1.0, 1.0], [1.0, 1.0]]}}'
 out=$(python3 "$TOP/test/gpu/ab_passes.py" "$T/floors")
 is "$?" 0 "ab_passes.py with a configuration and its floor runs"
 like "$(grep -E '^  busbw ' <<<"$out")" '^  busbw  1\.0100 0\.9709 1\.0000  \| median 1\.0000; within 1% in 2 of 3 passes$' \
