@@ -614,6 +614,7 @@ typedef struct plink {
   int linked;
   uint32_t kc_epoch;     /* KernelCh that took a hold: its expectation's epoch */
   uint32_t acls;         /* a proxy event's: its call's size class (pool.h), from the parent */
+  int batched;           /* a KernelCh whose parent holds nothing: its span gathered (kc_span) */
 } plink;
 
 /* Proxy events, counted per size class of their call (lean_estimate.h),
@@ -649,6 +650,72 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
   l->linked = 1;
 }
 
+/* ---- kc_span: a Coll/P2p's GPU span gathered on the KernelCh's thread ----
+ * Once a pool has seen a KernelCh from another thread (NCCL's proxy
+ * thread: kc_remote), its sampled Coll/P2p hold nothing for their
+ * KernelCh (kc_n, their channel count, instead of holds: start_gpu_fields).
+ * That thread reads the parent at each KernelCh start without the pool
+ * (generation, path, size class, kc_seq, epoch, kc_n: cp_pool_peek_parent,
+ * which takes no hold from it), gathers the span of its kc_n channels in a
+ * table of CP_KC_SPANS parents (tls.h) and accounts it in its own profile
+ * (cp_profile_span: summed over threads at a snapshot) when the last one
+ * stops; a parent pushed out of a full table is accounted with the
+ * channels it has, and a thread's parents still open when it ends are
+ * lost.  The parent's thread does nothing for its KernelCh: no reference,
+ * blacklist entry, post or span of its own.  Why: with every event on
+ * every call on 2 H200s, that work was most of collprof's excess over the
+ * do-nothing plugin at 8 B-1 MiB (share/doc/performance.md, "the KernelCh
+ * link"); this took a quarter of the excess away.  What keeps the parent's
+ * slot readable without holds is the pool's round robin: a slot is handed
+ * out again only after the cursor went round, some 200 calls with the
+ * default 1024 slots, while a span more than CP_KC_SLOT_TRUST (32) calls
+ * late is dropped anyway; pools under CP_KC_SPAN_MIN_SLOTS slots keep the
+ * holds (kc_batch.h).  The KernelCh's duration no longer counts as the
+ * parent's child time (the parent's self time then includes it, as for
+ * any child on another thread that links nothing). */
+#define CP_KC_SPAN_MIN_SLOTS 512u
+static struct cp_kc_span *kc_span_find(cp_thr *t, const cp_pool *pp, uint32_t idx, uint32_t gen) {
+  for (int i = 0; i < CP_KC_SPANS; i++) {
+    struct cp_kc_span *e = &t->kcs[i];
+    if (e->pool == pp && e->idx == idx && e->gen == gen) return e;
+  }
+  return NULL;
+}
+static void kc_span_account(cp_thr *t, struct cp_kc_span *e) {
+  if (e->bad) cp_inc(&t->gpu_dropped, 1);
+  else if (e->nkch && e->ge >= e->gs) {
+    cp_path_mark_gpu(e->path);
+    cp_profile_span(e->path, e->ge - e->gs, (int)e->first, e->bytes);
+  }
+  memset(e, 0, sizeof *e);
+}
+static void kc_span_open(cp_thr *t, cp_pool *pp, uint32_t ls, uint32_t path, const cp_parent_view *v, plink *l) {
+  struct cp_kc_span *e = kc_span_find(t, pp, ls, v->gen);
+  if (!e) {
+    uint32_t top = 0;
+    for (int i = 0; i < CP_KC_SPANS; i++) {
+      if (t->kcs[i].age > top) top = t->kcs[i].age;
+      if (!e || !t->kcs[i].pool || (e->pool && t->kcs[i].age < e->age)) e = &t->kcs[i];
+    }
+    if (e->pool) kc_span_account(t, e);   /* the oldest, incomplete: what it has */
+    e->pool = pp;
+    e->idx = ls;
+    e->gen = v->gen;
+    e->path = path;
+    e->kc_n = v->kc_n;
+    e->first = v->first;
+    e->kc_epoch = v->kc_epoch;
+    e->kc_seq = v->kc_seq;
+    /* the size class from acls (written atomically), not the slot's
+     * bytes (written plainly by its thread): a byte count of that class */
+    e->bytes = v->acls > 1 ? 1ull << (v->acls - 2) : 0;
+    e->age = top + 1;
+  }
+  e->started++;
+  l->kc_epoch = e->started <= e->kc_n ? e->kc_epoch : 0;
+  l->batched = 1;
+}
+
 /* A parent in another pool (start_general).  A pool this thread owns, or
  * a locked one: held as usual.  Another thread's: read without the pool,
  * its reference posted (pool_owner.h); a KernelCh takes one of its holds
@@ -658,7 +725,10 @@ static void link_parent_other(cp_thr *t, cp_pool *pp, const cp_handle_fields *pf
   cp_parent_view v;
   int took = 0, r = -1;
   const uint32_t ls = cp_slot_local(pf->slot);
-  if (o != 0 && o != (uintptr_t)t) r = cp_pool_peek_parent(pp, ls, pf->gen, pf->path, kch, &v, &took);
+  if (o != 0 && o != (uintptr_t)t) {
+    if (kch && !__atomic_load_n(&pp->kc_remote, __ATOMIC_RELAXED)) __atomic_store_n(&pp->kc_remote, 1, __ATOMIC_RELAXED);
+    r = cp_pool_peek_parent(pp, ls, pf->gen, pf->path, kch, &v, &took);
+  }
   if (r < 0) {
     const int own = cp_pool_enter(pp, t);
     link_parent(pp, pf, l, kch, ax);
@@ -667,6 +737,12 @@ static void link_parent_other(cp_thr *t, cp_pool *pp, const cp_handle_fields *pf
   }
   /* (the slot's type is not read without the pool: the path's, the same) */
   if (r == 1 && ax && cp_path_valid_i(pf->path)) l->acls = parent_acls(cp_path_type(pf->path), v.acls);
+  if (r == 1 && kch && !took && v.kc_n) {   /* the parent holds nothing: its span gathered here */
+    kc_span_open(t, pp, ls, pf->path, &v, l);
+    l->slot = pf->slot;
+    l->gen = v.gen;
+    return;
+  }
   if (r == 0 || (!kch && !v.live)) return;   /* gone, or stopped (link_parent) */
   if (took) l->kc_epoch = v.kc_epoch;
   else {
@@ -925,7 +1001,7 @@ static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool
                                                                    const plink *pl, uint64_t now, int own_clock,
                                                                    int sampled) {
   if (UNLIKELY(hold)) {
-    s->span_first = sampled == 2;
+    __atomic_store_n(&s->span_first, (uint8_t)(sampled == 2), __ATOMIC_RELAXED);   /* kc_span reads it */
     s->span_bad = 0;
     /* kc_ops, kc_seq, hold, kc_epoch: read by KernelCh on other threads
      * without the pool (pool_owner.h) */
@@ -933,17 +1009,28 @@ static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool
     __atomic_store_n(&pool->kc_ops, ops, __ATOMIC_RELAXED);
     __atomic_store_n(&s->kc_seq, ops, __ATOMIC_RELAXED);
     __atomic_store_n(&s->kc_epoch, 0, __ATOMIC_RELAXED);
-    cp_pool_hold(pool, s, idx, hold);
-    /* KernelCh events due (one sample in flight): only those that will
-     * find the hold report back at their stop. */
-    const uint32_t held = __atomic_load_n(&s->hold, __ATOMIC_RELAXED);
-    if (held) __atomic_store_n(&s->kc_epoch, cp_mask_kc_expect(held), __ATOMIC_RELAXED);
+    if (__atomic_load_n(&pool->kc_remote, __ATOMIC_RELAXED) && pool->capacity >= CP_KC_SPAN_MIN_SLOTS &&
+        !s->fallback && !pool->scratch) {
+      /* KernelCh come from another thread here: no hold, the proxy thread
+       * gathers the span itself (kc_span) */
+      __atomic_store_n(&s->kc_epoch, cp_mask_kc_expect(hold), __ATOMIC_RELAXED);
+      __atomic_store_n(&s->kc_n, (uint8_t)(hold < 255 ? hold : 255), __ATOMIC_RELEASE);
+    } else {
+      __atomic_store_n(&s->kc_n, 0, __ATOMIC_RELAXED);
+      cp_pool_hold(pool, s, idx, hold);
+      /* KernelCh events due (one sample in flight): only those that will
+       * find the hold report back at their stop. */
+      const uint32_t held = __atomic_load_n(&s->hold, __ATOMIC_RELAXED);
+      if (held) __atomic_store_n(&s->kc_epoch, cp_mask_kc_expect(held), __ATOMIC_RELAXED);
+    }
   } else if (type & (ncclProfileColl | ncclProfileP2p)) {
     /* what a KernelCh child reads of its parent on the slot's second
      * line, which cp_pool_reset_slot leaves alone */
-    s->span_first = s->span_bad = 0;
+    s->span_bad = 0;
+    __atomic_store_n(&s->span_first, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->kc_seq, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->kc_epoch, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->kc_n, 0, __ATOMIC_RELAXED);
   }
   if (type == ncclProfileKernelCh) {
     __atomic_store_n(&s->kc_epoch, pl->kc_epoch, __ATOMIC_RELAXED);
@@ -1319,7 +1406,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   /* A parent in another pool is linked first, before ours is held (two
    * pools are never held at once): under its lock, or read without it
    * (another thread's lane: link_parent_other). */
-  plink pl = {0, 0, 0, 0, 0, 0};
+  plink pl = {0, 0, 0, 0, 0, 0, 0};
   const int ax = (type & CP_PROXY_TYPES) != 0;
   if (pdec && pf.gen && ppool != pool) link_parent_other(t, ppool, &pf, &pl, type == ncclProfileKernelCh, ax);
   /* A Coll/P2p of a call that ran with KernelCh on holds its slot for its
@@ -1355,6 +1442,12 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   if (pl.linked) {
     s->parent_linked = 1;
     s->took_ref = 1;
+    s->parent_comm = pf.comm;
+    s->parent_slot = pl.slot;
+    s->parent_gen = pl.gen;
+  } else if (pl.batched) {
+    s->parent_linked = 2;   /* kc_span: named, not linked */
+    s->took_ref = 0;
     s->parent_comm = pf.comm;
     s->parent_slot = pl.slot;
     s->parent_gen = pl.gen;
@@ -1443,7 +1536,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   const uint64_t now = ev_now();
   CP_PH(CP_PH_S_CLOCK, 0);
   if (UNLIKELY(type == ncclProfileGroupApi) && g.host_sample < 0) hs_note_start(t, now);
-  plink pl = {0, 0, 0, 0, 0, 0};
+  plink pl = {0, 0, 0, 0, 0, 0, 0};
   uint32_t idx;
   const int own = cp_pool_enter(pool, t);
   if (pobj & 0xFFu) {   /* a recorded parent (a counted one: untimed_coll) */
@@ -1642,6 +1735,25 @@ __attribute__((noinline)) static int parent_update_other(cp_thr *t, uint32_t pco
   return !bad;
 }
 
+/* A KernelCh of a kc_span parent stopped: its span into the gathering,
+ * the slot-reuse check on the kept kc_seq; the parent's span accounted
+ * when its kc_n channels stopped. */
+__attribute__((noinline)) static int kc_span_stop(cp_thr *t, uint32_t pcomm, uint32_t pslot, uint32_t pgen, int kch,
+                                                  uint64_t gs, uint64_t ge) {
+  cp_pool *pp = cp_core_pool_for(pcomm, cp_slot_lane(pslot));
+  struct cp_kc_span *e = pp ? kc_span_find(t, pp, cp_slot_local(pslot), pgen) : NULL;
+  if (!e) return 1;
+  const int bad = kch && kc_untrusted(pp, e->kc_seq);
+  if (bad) e->bad = 1;
+  else if (kch) {
+    if (e->nkch == 0 || gs < e->gs) e->gs = gs;
+    if (e->nkch == 0 || ge > e->ge) e->ge = ge;
+    e->nkch++;
+  }
+  if (++e->stopped >= e->kc_n && e->stopped >= e->started) kc_span_account(t, e);
+  return !bad;
+}
+
 /* Trace on: the record goes straight from the slot into this thread's ring
  * (pool lock held).  stop_record_any takes every case; stop_record, inlined
  * into the stop, only a compact record with room at the ring's head: a
@@ -1790,14 +1902,16 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   /* the parent in this pool: same communicator and lane */
   const int same = pcomm == f.comm && ((pslot ^ f.slot) >> CP_LOCAL_BITS) == 0;
   if (!scratch) CP_PH(CP_PH_T_ENTER, 0);
-  if (plinked && same) kch_ok = parent_update(pool, pslot, pgen, took_ref, dur, kch, gs, ge);
+  if (plinked == 1 && same) kch_ok = parent_update(pool, pslot, pgen, took_ref, dur, kch, gs, ge);
   if (!scratch) CP_PH(CP_PH_T_PARENT, 0);
   if (trace) stop_record(t, s, now);
   if (!scratch) CP_PH(CP_PH_T_TRACE, 0);
   cp_pool_release(pool, s, ls);
   cp_pool_leave(pool, own);
-  if (UNLIKELY(plinked && !same))
+  if (UNLIKELY(plinked == 1 && !same))
     kch_ok = parent_update_other(t, pcomm, pslot, pgen, took_ref, dur, kch, gs, ge, type == ncclProfileKernelCh);
+  else if (UNLIKELY(plinked == 2))
+    kch_ok = kc_span_stop(t, pcomm, pslot, pgen, kch, gs, ge);
   if (UNLIKELY(kc_epoch)) cp_mask_kc_done(kc_epoch);
   if (UNLIKELY(!kch_ok)) cp_affinity_kc_behind(CP_KC_SLOT_TRUST);   /* outside the pool lock: may print */
   if (!scratch) CP_PH(CP_PH_T_RELEASE, 0);

@@ -256,7 +256,8 @@ void cp_pool_flush_span(cp_slot *s) {
   else if (s->span_n && s->span_max >= s->span_min)
     cp_profile_span(s->path, s->span_max - s->span_min, s->span_first, s->bytes);
   s->span_n = 0;
-  s->span_bad = s->span_first = 0;
+  s->span_bad = 0;
+  __atomic_store_n(&s->span_first, 0, __ATOMIC_RELAXED);   /* read lock-free (plugin.c, kc_span) */
 }
 
 void cp_pool_prepare(cp_pool *p) {

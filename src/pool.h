@@ -105,7 +105,9 @@ typedef struct cp_slot {
                             0 unknown; set at start (atomic: a ProxyOp reads its
                             Coll's on another thread without the pool), other types
                             leave it stale (lean_estimate.h) */
-  uint8_t pad3[1];       /* rec on lines 3-4: a slot is 4 whole cache lines */
+  uint8_t kc_n;          /* Coll/P2p of a KernelCh-on call whose KernelCh come from
+                            another thread (kc_remote): its channels, for the proxy
+                            thread's span (plugin.c, kc_span); 0 otherwise */
   union {                /* trace record, built at start when the trace is on */
     cp_rec rec;          /* full form (Coll, PXN) */
     cp_erec erec;        /* compact form (the rest): rec.kind tells which */
@@ -214,6 +216,7 @@ typedef struct cp_pool {
    * every KernelCh stop on the proxy thread */
   _Alignas(64) uint64_t kc_ops;   /* Coll/P2p of KernelCh-on calls started (slot-reuse check;
                                      relaxed atomic: KernelCh stops on other threads read it) */
+  int kc_remote;         /* a KernelCh of another thread has named a parent here (set once) */
 } cp_pool;
 _Static_assert(offsetof(cp_pool, in_lock) == 64 && offsetof(cp_pool, owner) == 128 &&
                offsetof(cp_pool, lane) < 192, "cp_pool: lines 0-2 as laid out above");
@@ -304,7 +307,9 @@ void cp_pool_unref_n(cp_pool *p, cp_slot *s, uint32_t idx, uint32_t n);
  * that starts while holds remain takes one of them over as its ordinary
  * child reference (cp_pool_hold_take: O(1), no list work), dropped at its
  * stop as usual; when the count reaches 0 the slot is free and its span is
- * accounted lazily (reuse, snapshot, finalize).  Children beyond n take
+ * accounted lazily (reuse, snapshot, finalize).  (Once a pool has seen a
+ * KernelCh from another thread its Coll/P2p take no holds: plugin.c,
+ * kc_span.)  Children beyond n take
  * ordinary references.  A hold that is never taken (fewer KernelCh than
  * nChannels) ends with eviction (LRU, counted, one warning: bounds memory)
  * or at finalize (cp_pool_release_chunks accounts the span).  Fallback

@@ -245,6 +245,8 @@ int cp_pool_peek_parent(cp_pool *p, uint32_t idx, uint32_t gen8, uint32_t path, 
   v->kc_epoch = __atomic_load_n(&s->kc_epoch, __ATOMIC_RELAXED);
   v->kc_seq = __atomic_load_n(&s->kc_seq, __ATOMIC_RELAXED);
   v->acls = __atomic_load_n(&s->acls, __ATOMIC_RELAXED);
+  v->kc_n = __atomic_load_n(&s->kc_n, __ATOMIC_RELAXED);
+  v->first = __atomic_load_n(&s->span_first, __ATOMIC_RELAXED);
   if (kch) *took_hold = cp_slot_take_hold(s);
   if (__atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != v->gen) {   /* handed out again meanwhile */
     if (*took_hold) __atomic_fetch_add(&s->hold, 1, __ATOMIC_RELAXED);   /* not ours: give it back */

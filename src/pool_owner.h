@@ -171,6 +171,7 @@ typedef struct cp_parent_view {
   uint32_t gen, kc_epoch;
   uint32_t live;   /* not stopped yet (when read) */
   uint32_t acls;   /* its anchor class (pool.h: acls), valid when its path's type sets one */
+  uint32_t kc_n, first;   /* channels for a proxy-thread span (pool.h, kc_n), of a first-call sample */
   uint64_t kc_seq;
 } cp_parent_view;
 int cp_pool_peek_parent(cp_pool *p, uint32_t idx, uint32_t gen8, uint32_t path, int kch, cp_parent_view *v,

@@ -15,6 +15,7 @@
  */
 #ifndef COLLPROF_TLS_H
 #define COLLPROF_TLS_H
+#define CP_KC_SPANS 4   /* plugin.c kc_span: parents gathered at once per thread */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -155,6 +156,15 @@ typedef struct cp_thr {
     uint32_t bad;               /* a span failed the slot-reuse check */
     uint64_t dur, gs, ge;
   } kcb;
+  /* plugin.c kc_span (CP_KC_SPANS parents at once): Coll/P2p spans
+   * gathered from this thread's KernelCh
+   * under another thread's parent that holds no hold (kc_n), accounted
+   * here when all kc_n channels stopped */
+  struct cp_kc_span {
+    struct cp_pool *pool;       /* NULL: free */
+    uint32_t idx, gen, path, kc_n, started, stopped, nkch, bad, first, kc_epoch, age;
+    uint64_t kc_seq, bytes, gs, ge;
+  } kcs[CP_KC_SPANS];
   cp_pcache_ent pcache[CP_PCACHE];
   cp_scache_ent scache[CP_SCACHE];
   cp_cmemo_ent cmemo[CP_CMEMO];
