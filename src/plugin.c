@@ -327,9 +327,11 @@ static void after_fork_child(void) {
   cp_registry_after_fork();
 }
 
+static void kc_span_thread_end(cp_thr *t);   /* kc_span, below */
 static void first_init(void) {
   cp_clock_init();
   cp_pool_owner_init();   /* before any pool has an owner */
+  __atomic_store_n(&cp_thr_exit_hook, kc_span_thread_end, __ATOMIC_RELEASE);
   pin_library();
   atomic_store(&cp_hot.pid, (int)getpid());
   pthread_atfork(NULL, NULL, after_fork_child);
@@ -660,8 +662,9 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
  * table of CP_KC_SPANS parents (tls.h) and accounts it in its own profile
  * (cp_profile_span: summed over threads at a snapshot) when the last one
  * stops; a parent pushed out of a full table is accounted with the
- * channels it has, and a thread's parents still open when it ends are
- * lost.  The parent's thread does nothing for its KernelCh: no reference,
+ * channels it has, and so are a thread's parents still open when it ends
+ * (kc_span_thread_end: NCCL's proxy thread ends at ncclCommDestroy, before
+ * the summary's snapshot).  The parent's thread does nothing for its KernelCh: no reference,
  * blacklist entry, post or span of its own.  Why: with every event on
  * every call on 2 H200s, that work was most of collprof's excess over the
  * do-nothing plugin at 8 B-1 MiB (share/doc/performance.md, "the KernelCh
@@ -688,6 +691,12 @@ static void kc_span_account(cp_thr *t, struct cp_kc_span *e) {
     cp_profile_span(e->path, e->ge - e->gs, (int)e->first, e->bytes);
   }
   memset(e, 0, sizeof *e);
+}
+/* tls.h cp_thr_exit_hook: the ending thread's open parents, with what
+ * they have, and an empty table for the thread that takes the block on. */
+static void kc_span_thread_end(cp_thr *t) {
+  for (int i = 0; i < CP_KC_SPANS; i++)
+    if (t->kcs[i].pool) kc_span_account(t, &t->kcs[i]);
 }
 static void kc_span_open(cp_thr *t, cp_pool *pp, uint32_t ls, uint32_t path, const cp_parent_view *v, plink *l) {
   struct cp_kc_span *e = kc_span_find(t, pp, ls, v->gen);
@@ -1599,7 +1608,12 @@ static __attribute__((noinline)) ncclResult_t start_rest(cp_thr *t, void **eHand
  * Under host sampling most events are children of a counted parent (a
  * handle of generation 0 of this thread's lane: CollApi, KernelLaunch,
  * Coll, a ProxyOp below it) or the Group of a counted call, and in a loop
- * the memo holds their lookup.
+ * the memo holds their lookup.  An untimed call's (KernelCh on, not due
+ * for timing: every call with COLLPROF_GPU_SAMPLE=1) come here too, their
+ * handles carrying CP_UNT_BIT on, but for its Coll/P2p, which are
+ * recorded (untimed_coll): before, they all went start_fast's way, about
+ * 400 of the 3,300 instructions such a call costs the application thread
+ * (collprof-bench proxy mode, mask 4095, 24 channels, callgrind).
  * That case alone, checked as start_fast checks it, in a function of its
  * own: its code is a few cache lines, where start_fast's (which handles it
  * too) spans two dozen, each one a miss once NCCL's own code has run
@@ -1623,13 +1637,17 @@ static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, voi
   if (t->last_pool != pool || type64 - 1 >= ncclProfileKernelLaunch) return start_rest(t, eHandle, d, ctxv);
   const uint32_t type = (uint32_t)type64;
   uint32_t parent_path = CP_PATH_NONE;
+  uint64_t unt;   /* CP_UNT_BIT: an untimed call's, inherited */
   if (pobj) {
-    if ((pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT | CP_CLS_BIT)) != 0 ||
-        ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0)
+    if ((pobj & (0xFFu | CP_OFF_BIT | CP_LEAN_BIT | CP_CLS_BIT)) != 0 ||
+        ((pobj ^ t->last_hkey) & CP_HKEY_MASK) != 0 || untimed_coll(pobj, type))
       return start_rest(t, eHandle, d, ctxv);
     parent_path = (uint32_t)(pobj >> 44) & 0xFFFFu;
-  } else if (type != ncclProfileGroup || t->hs_mode != HS_COUNTED) {
+    unt = pobj & CP_UNT_BIT;
+  } else if (type != ncclProfileGroup || (t->hs_mode != HS_COUNTED && t->hs_mode != HS_UNTIMED)) {
     return start_rest(t, eHandle, d, ctxv);   /* a Group of a call not counted */
+  } else {
+    unt = t->hs_mode == HS_UNTIMED ? CP_UNT_BIT : 0;
   }
   if (UNLIKELY(pool_finalized(pool) | atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)) ||
       (type == ncclProfileProxyOp && d->proxyOp.pid != atomic_load_explicit(&cp_hot.pid, memory_order_relaxed)))
@@ -1637,7 +1655,7 @@ static __attribute__((noinline)) ncclResult_t start_counted_child(cp_thr *t, voi
   const cp_cmemo_key k = cp_cmemo_key_of(d, type);
   const cp_cmemo_ent *e = cp_cmemo_find(t, parent_path, type, &k);
   if (!e) return start_rest(t, eHandle, d, ctxv);
-  const uint64_t handle = counted_hit_count(t, eHandle, e, t->last_hkey);
+  const uint64_t handle = counted_hit_count(t, eHandle, e, t->last_hkey | unt);
   if (LIKELY(counted_hooks_idle(t, type))) {
     /* counted_drop_handle's case: idle, so no capture and no launch open */
     if (type & (ncclProfileKernelLaunch | ncclProfileGroup)) *eHandle = NULL;
@@ -1662,7 +1680,7 @@ static __attribute__((noinline)) ncclResult_t start_group_api(cp_thr *t, void **
       UNLIKELY(pool_finalized(pool) | atomic_load_explicit(&cp_hot.stopped, memory_order_relaxed)))
     return start_rest(t, eHandle, d, ctxv);
   hs_decide(t);
-  if (LIKELY(t->hs_mode == HS_COUNTED)) {
+  if (LIKELY(t->hs_mode == HS_COUNTED || t->hs_mode == HS_UNTIMED)) {
     const cp_cmemo_key k = {NULL, NULL, 0};
     const cp_cmemo_ent *e = cp_cmemo_find(t, CP_PATH_NONE, ncclProfileGroupApi, &k);
     if (LIKELY(e != NULL)) {
@@ -1683,7 +1701,7 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
     /* a counted parent's child, or a Group (of a counted call or not):
      * the short way first; a recorded event straight on */
     const uint64_t pobj = (uint64_t)(uintptr_t)d->parentObj;
-    if (pobj ? (pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT | CP_CLS_BIT)) == 0 : d->type == ncclProfileGroup)
+    if (pobj ? (pobj & (0xFFu | CP_OFF_BIT | CP_LEAN_BIT | CP_CLS_BIT)) == 0 : d->type == ncclProfileGroup)
       return start_counted_child(t, eHandle, d, ctxv);
     if (!pobj && d->type == ncclProfileGroupApi) return start_group_api(t, eHandle, d, ctxv);
     if ((pobj & (0xFFu | CP_OFF_BIT | CP_UNT_BIT | CP_LEAN_BIT | CP_CLS_BIT)) == CP_LEAN_BIT)

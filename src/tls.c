@@ -26,9 +26,13 @@ static _Atomic uint64_t thr_mem;
 _Atomic uint64_t cp_oneoff_total_ns;   /* oneoff.h: beside the per-thread sums (cp_tls_hot) */
 cp_thr cp_thr_emergency;   /* when calloc fails: shared, numbers still atomic (tls.h) */
 
+void (*cp_thr_exit_hook)(cp_thr *t);
+
 static void thr_exit(void *p) {
   cp_thr *t = p;
   if (!t || t == &cp_thr_emergency) return;
+  void (*hook)(cp_thr *) = __atomic_load_n(&cp_thr_exit_hook, __ATOMIC_ACQUIRE);
+  if (hook && cp_tls_thr == t) hook(t);   /* still this thread's block (tls.h) */
   cp_tls_thr = NULL;
   pthread_mutex_lock(&thr_mu);
   t->next_free = thr_free;

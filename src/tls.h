@@ -218,6 +218,12 @@ static inline cp_thr *cp_thr_get(void) {
   return cp_thr_slow();
 }
 
+/* Run as a thread ends, on that thread, before its block goes back to
+ * the free list for the next new thread (NULL: nothing to run).  Set once,
+ * at the first init (plugin.c: what the thread's kc_span table still holds
+ * is accounted, not lost, and not handed on to the next thread). */
+extern void (*cp_thr_exit_hook)(cp_thr *t);
+
 /* Zeroed memory on its own cache lines (nothing else shares a line the hot
  * path writes): size rounded up to 64.  NULL on failure. */
 void *cp_calloc_lines(size_t size);
