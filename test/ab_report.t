@@ -84,8 +84,8 @@ out=$(python3 "$TOP/test/gpu/ab_passes.py" "$T/passes")
 is "$?" 0 "ab_passes.py runs"
 like "$(grep -E '^  old ' <<<"$out")" '^  old +1\.0250 1\.0200 1\.0300 +\| median 1\.0250$' \
   "the baseline (listed first in configs): its per-pass medians over sizes, their median"
-like "$(grep -E '^  new ' <<<"$out")" '1\.0100 1\.0225 1\.0050 +\| median 1\.0100; below old in 2 of 3 passes$' \
-  "the other: per pass, median, and in how many passes it was below the baseline"
+like "$(grep -E '^  new ' <<<"$out")" '1\.0100 1\.0225 1\.0050 +\| median 1\.0100; below old in 2 of 3 passes \(sign test p = 1\.000\)$' \
+  "the other: per pass, median, in how many passes it was below the baseline, the sign test's p"
 like "$(grep -E '^  allred 8B ' <<<"$out" | head -1)" ' 1\.0500 +1\.0200$' "8 B: the median over the passes per configuration"
 like "$(grep -E '^# \[0\] old:' <<<"$out" | head -1)" '1 of 2 sizes above 1\.03 by their median over the passes \(8B\)$' \
   "sizes above 3% by their median over the passes: the baseline's 8 B"
@@ -105,6 +105,17 @@ gen_passes "$T/passes2" '{"sizes": [8], "configs": {"mid": [[1.05], [1.00], [1.0
 out=$(python3 "$TOP/test/gpu/ab_passes.py" "$T/passes2")
 like "$(grep -E '^# \[0\] mid: .*pooled' <<<"$out")" '1 of 1 sizes above 1\.03 by the pooled median \(8B\); with the interval above 1\.03: 0$' \
   "pooled median above 3% with an interval reaching below it: not counted as beyond the noise"
+# The sign test over eight passes: "a" lower than the baseline in all 8
+# (p = 2/256), "b" in 7 with one tie (7 of 7 differing: p = 2/128), "c"
+# in 6 of 8 (p = 2 x 37/256 = 0.289).
+gen_passes "$T/passes3" '{"sizes": [8], "configs": {"base": [[1.10], [1.10], [1.10], [1.10], [1.10], [1.10], [1.10], [1.10]],
+  "a": [[1.05], [1.05], [1.05], [1.05], [1.05], [1.05], [1.05], [1.05]],
+  "b": [[1.05], [1.05], [1.05], [1.05], [1.05], [1.05], [1.05], [1.10]],
+  "c": [[1.05], [1.05], [1.05], [1.05], [1.05], [1.05], [1.15], [1.15]]}}'
+out=$(python3 "$TOP/test/gpu/ab_passes.py" "$T/passes3")
+like "$(grep -E '^  a ' <<<"$out")" 'below base in 8 of 8 passes \(sign test p = 0\.008\)$' "sign test: 8 of 8 lower"
+like "$(grep -E '^  b ' <<<"$out")" 'below base in 7 of 8 passes \(sign test p = 0\.016\)$' "sign test: a tie is left out (7 of 7)"
+like "$(grep -E '^  c ' <<<"$out")" 'below base in 6 of 8 passes \(sign test p = 0\.289\)$' "sign test: 6 of 8, not resolved"
 # Against the floor over passes: collprof-all and noop-all in three
 # passes.  noop-all: 1.01 at both sizes in pass 1, 1.00 after; collprof-all:
 # 8 B at 1.05, 1.02, 1.04 and 1 MiB at 1.00, 1.03, 1.00.  Mean bus

@@ -14,7 +14,10 @@ Per configuration (all ops together, in the order given): each pass's
 median over the sizes of the per-size median paired on/off ratio (the
 figure ab_report.py gives per size), the median of those over the passes,
 and in how many passes it was below the first configuration's (the
-baseline: list it first).  Then per size, the median over the passes of
+baseline: list it first), with the two-sided sign test's p for that count
+over the passes where the two differ (8 of 8 gives 0.008, 7 of 8 0.070,
+6 of 8 0.289): how far "lower in k of n" tells a difference from the
+passes' own spread.  Then per size, the median over the passes of
 that size's median paired ratio, for every configuration, and the sizes
 above 1.03 (the issue's "no size more than 3% slower").  Last, per size,
 every paired round of every pass pooled: the median ratio and a
@@ -41,7 +44,7 @@ import math
 import os
 import sys
 
-from ab_report import median, size_str, summary   # the same figures ab_report.py prints per pass
+from ab_report import median, sign_p, size_str, summary   # the same figures ab_report.py prints per pass
 
 # (configuration, its floor): ab.sh's pairs, the do-nothing plugin with the same mask
 FLOORS = [("collprof-all", "noop-all"), ("collprof", "noop-default"), ("collprof", "noop-sampled"),
@@ -129,9 +132,11 @@ def main():
         got = [x for x in v if x is not None]
         below = sum(1 for x, b in zip(v, per_pass[base]) if x is not None and b is not None and x < b)
         both = sum(1 for x, b in zip(v, per_pass[base]) if x is not None and b is not None)
+        above = sum(1 for x, b in zip(v, per_pass[base]) if x is not None and b is not None and x > b)
         print("  %-*s  %s  | median %.4f%s" % (w, c, " ".join("%.4f" % x if x is not None else "  -   " for x in v),
                                               median(got), "" if c == base else
-                                              "; below %s in %d of %d passes" % (base, below, both)))
+                                              "; below %s in %d of %d passes (sign test p = %.3f)"
+                                              % (base, below, both, sign_p(below, below + above))))
     keys = []
     for r in runs:
         for c in r.values():
