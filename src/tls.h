@@ -146,6 +146,11 @@ typedef struct cp_thr {
   uint32_t api_dt_size;
   /* Coll/P2p GPU spans dropped by the slot-reuse check (plugin.c) */
   uint64_t gpu_dropped;
+  /* plugin.c remote_pool: the other pool a parent handle named last (a
+   * KernelCh's Coll in the application thread's lane, for NCCL's proxy
+   * thread), and its comm index | lane << CP_COMM_BITS */
+  struct cp_pool *rp_pool;
+  uint32_t rp_pidx;
   /* kc_batch.h: this thread's KernelCh under one parent in another
    * thread's pool, their stops gathered into one post */
   struct cp_kc_batch {
