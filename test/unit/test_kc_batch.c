@@ -8,7 +8,8 @@
  * Either way the Coll ends with exactly one GPU span of latest stop -
  * earliest start, nothing of it held, and each KernelCh with its own.
  * A Coll whose channels did not all stop gets the span of those that did,
- * when the table pushes it out or when the proxy thread ends.
+ * when the table pushes it out or when the proxy thread ends; a channel
+ * that starts after its Coll's slot was handed out again still counts.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -17,6 +18,7 @@
 #include "h1_util.h"
 #include "pool.h"
 #include "registry.h"
+#include "handle.h"
 
 static cp_pool *app_pool(void *ctx) {
   cp_comm *c = cp_registry_from_ctx((uint64_t)(uintptr_t)ctx);
@@ -68,6 +70,24 @@ static uint32_t run_proxy(script *sc, cp_pool *p) {
 
 /* One application-thread event: its pool's holder applies the posts. */
 static void app_event(void *ctx) { ncclProfiler_v5.stopEvent(h1_start(ctx, ncclProfileGroup, NULL, NULL)); }
+
+/* Case 6's proxy thread: a Coll's first channel starts, the application
+ * thread records meanwhile (two barriers), then its second starts and both
+ * stop. */
+typedef struct reuse_arg {
+  void *ctx, *parent;
+  pthread_barrier_t *b;
+} reuse_arg;
+static void *reuse_proxy(void *arg) {
+  reuse_arg *a = arg;
+  void *k0 = h1_start_kch(a->ctx, a->parent, 10000);
+  pthread_barrier_wait(a->b);
+  pthread_barrier_wait(a->b);
+  void *k1 = h1_start_kch(a->ctx, a->parent, 10100);
+  h1_kch_stop(k0, 10500);
+  h1_kch_stop(k1, 10700);
+  return NULL;
+}
 
 static uint64_t span_of(const script *sc, int from, int n) {
   uint64_t lo = UINT64_MAX, hi = 0;
@@ -166,6 +186,27 @@ int main(void) {
   pc = path(&snap, COLL("ReduceScatter"));
   ok(pc && pc->gpu_samples == 1, "the thread that took the ended one's block found its table empty");
   is_u(p->bl_size, 0, "none of them held");
+
+  /* 6. the Coll's slot handed out again between its first and its second
+   * channel's start (its thread went on recording a pool's worth of
+   * events): the second still joins the gathering the first opened, by
+   * the handle, without reading the slot */
+  void *cr = api_call(ctx, "R1", 2);
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, 2);
+  reuse_arg ra = {ctx, cr, &bar};
+  pthread_t th;
+  pthread_create(&th, NULL, reuse_proxy, &ra);
+  pthread_barrier_wait(&bar);
+  for (int i = 0; i < 1100; i++) app_event(ctx);
+  cp_handle_fields hf;
+  const cp_slot *sl = cp_handle_decode((uint64_t)(uintptr_t)cr, &hf) ? cp_pool_slot(p, cp_slot_local(hf.slot)) : NULL;
+  ok(sl && (sl->gen & 0xFFu) != hf.gen, "the Coll's slot handed out again after its first channel started");
+  pthread_barrier_wait(&bar);
+  pthread_join(th, NULL);
+  pthread_barrier_destroy(&bar);
+  pc = path(&snap, COLL("R1"));
+  ok(pc && pc->gpu_samples == 1 && pc->gpu_ns == 700, "its second channel joined all the same: one span over both");
   is_u(h1_bad_calls(), 0, "no bad calls");
   collprof_snapshot_free(&snap);
   return done_testing();
