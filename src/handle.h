@@ -49,6 +49,8 @@ static inline uint32_t cp_slot_lane(uint32_t slot) { return slot >> CP_LOCAL_BIT
 static inline uint32_t cp_slot_local(uint32_t slot) { return slot & CP_LOCAL_MASK; }
 /* Tag, comm index and lane of a handle as handle bits: what names a pool. */
 #define CP_HKEY_MASK 0xF0000FFFF0000000ull
+/* Tag and comm index alone: what names a communicator (any lane). */
+#define CP_HCOMM_MASK 0xF0000FFF00000000ull
 static inline uint64_t cp_pool_hkey(uint32_t comm, uint32_t lane) {
   return (CP_HANDLE_TAG << 60) | ((uint64_t)(comm & 0xFFFu) << 32) | ((uint64_t)(lane & (CP_LANES - 1)) << 28);
 }
