@@ -696,10 +696,17 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
  * parent's child time (the parent's self time then includes it, as for
  * any child on another thread that links nothing). */
 #define CP_KC_SPAN_MIN_SLOTS 512u
+/* The entries are looked up from the one found last (t->kcs_last): a
+ * Coll's channels start one after the other, and stop so. */
 static struct cp_kc_span *kc_span_find(cp_thr *t, const cp_pool *pp, uint32_t idx, uint32_t gen) {
-  for (int i = 0; i < CP_KC_SPANS; i++) {
+  const uint32_t l = t->kcs_last % CP_KC_SPANS;
+  for (uint32_t k = 0; k < CP_KC_SPANS; k++) {
+    const uint32_t i = (l + k) % CP_KC_SPANS;
     struct cp_kc_span *e = &t->kcs[i];
-    if (e->pool == pp && e->idx == idx && e->gen == gen) return e;
+    if (e->pool == pp && e->idx == idx && e->gen == gen) {
+      t->kcs_last = i;
+      return e;
+    }
   }
   return NULL;
 }
@@ -731,9 +738,14 @@ static inline void kc_span_join(struct cp_kc_span *e, plink *l) {
  * of the proxy thread's KernelCh starts (callgrind, collprof-bench proxy
  * mode); with 24 channels a call it is made once instead of 24 times. */
 static struct cp_kc_span *kc_span_find_h(cp_thr *t, const cp_pool *pp, uint32_t idx, uint32_t gen8, uint32_t path) {
-  for (int i = 0; i < CP_KC_SPANS; i++) {
+  const uint32_t l = t->kcs_last % CP_KC_SPANS;
+  for (uint32_t k = 0; k < CP_KC_SPANS; k++) {
+    const uint32_t i = (l + k) % CP_KC_SPANS;
     struct cp_kc_span *e = &t->kcs[i];
-    if (e->pool == pp && e->idx == idx && (e->gen & 0xFFu) == gen8 && e->path == path) return e;
+    if (e->pool == pp && e->idx == idx && (e->gen & 0xFFu) == gen8 && e->path == path) {
+      t->kcs_last = i;
+      return e;
+    }
   }
   return NULL;
 }
@@ -746,6 +758,7 @@ static void kc_span_open(cp_thr *t, cp_pool *pp, uint32_t ls, uint32_t path, con
       if (!e || !t->kcs[i].pool || (e->pool && t->kcs[i].age < e->age)) e = &t->kcs[i];
     }
     if (e->pool) kc_span_account(t, e);   /* the oldest, incomplete: what it has */
+    t->kcs_last = (uint32_t)(e - t->kcs);
     e->pool = pp;
     e->idx = ls;
     e->gen = v->gen;

@@ -170,6 +170,7 @@ typedef struct cp_thr {
     uint32_t idx, gen, path, kc_n, started, stopped, nkch, bad, first, kc_epoch, age;
     uint64_t kc_seq, bytes, gs, ge;
   } kcs[CP_KC_SPANS];
+  uint32_t kcs_last;            /* the entry found or opened last: looked at first */
   cp_pcache_ent pcache[CP_PCACHE];
   cp_scache_ent scache[CP_SCACHE];
   cp_cmemo_ent cmemo[CP_CMEMO];
