@@ -675,9 +675,10 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
  * Once a pool has seen a KernelCh from another thread (NCCL's proxy
  * thread: kc_remote), its sampled Coll/P2p hold nothing for their
  * KernelCh (kc_n, their channel count, instead of holds: start_gpu_fields).
- * That thread reads the parent at each KernelCh start without the pool
- * (generation, path, size class, kc_seq, epoch, kc_n: cp_pool_peek_parent,
- * which takes no hold from it), gathers the span of its kc_n channels in a
+ * That thread reads the parent at its first KernelCh's start without the
+ * pool (generation, path, size class, kc_seq, epoch, kc_n:
+ * cp_pool_peek_parent, which takes no hold from it; the later channels
+ * find the gathering by the handle, kc_span_find_h), gathers the span of its kc_n channels in a
  * table of CP_KC_SPANS parents (tls.h) and accounts it in its own profile
  * (cp_profile_span: summed over threads at a snapshot) when the last one
  * stops; a parent pushed out of a full table is accounted with the
@@ -1537,15 +1538,6 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   return NCCL_OK;
 }
 
-/* ---- startEvent, the common case ----
- * A v5 event on the communicator this thread decoded last (its context is
- * the cached one), whose parent is none or a handle of the same pool, not
- * a foreign ProxyOp.  That is nearly every event NCCL sends; everything
- * else (PXN, other pools, bad arguments, v4) goes to start_general, which
- * is the reference: this path must do exactly what it would.  Returns 0,
- * having changed nothing, to hand the event over.  Most counted events
- * never come here (start_counted_child takes them): what does is a
- * GroupApi, a recorded event, or a counted one the memo did not hold. */
 /* start_fast's recorded event, the parent's pool ppool: this lane's
  * (start_fast: ppool == pool, a constant there, so its code is as if
  * written for that alone), or another lane's (start_kch_other). */
@@ -1625,7 +1617,6 @@ static inline __attribute__((always_inline)) int start_recorded(cp_thr *t, void 
   return 1;
 }
 
-
 /* A KernelCh whose recorded Coll/P2p is in another lane of this
  * communicator: NCCL's proxy thread's every KernelCh.  Linked as
  * start_general would (link_parent_other, before this lane is held),
@@ -1644,6 +1635,17 @@ static __attribute__((noinline)) int start_kch_other(cp_thr *t, void **eHandle, 
   return start_recorded(t, eHandle, d, ctxv, pool, ppool, ncclProfileKernelCh, pobj, parent_path, mypid);
 }
 
+/* ---- startEvent, the common case ----
+ * A v5 event on the communicator this thread decoded last (its context is
+ * the cached one), whose parent is none or a handle of the same pool, not
+ * a foreign ProxyOp; and a KernelCh whose Coll/P2p is in another lane of
+ * that communicator (start_kch_other).  That is nearly every event NCCL
+ * sends; everything else (PXN, other pools, bad arguments, v4) goes to
+ * start_general, which is the reference: this path must do exactly what
+ * it would.  Returns 0, having changed nothing, to hand the event over.
+ * Most counted events never come here (start_counted_child takes them):
+ * what does is a GroupApi, a recorded event, or a counted one the memo
+ * did not hold. */
 static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eHandle,
                                                             const ncclProfilerEventDescr_v5_t *d, uint64_t ctxv) {
   cp_pool *pool = t->last_lpool;
@@ -1697,6 +1699,7 @@ static inline __attribute__((always_inline)) int start_fast(cp_thr *t, void **eH
   }
   return start_recorded(t, eHandle, d, ctxv, pool, pool, type, pobj, parent_path, mypid);
 }
+
 /* start_fast, else start_general: where start_counted_child hands over. */
 static __attribute__((noinline)) ncclResult_t start_rest(cp_thr *t, void **eHandle,
                                                          const ncclProfilerEventDescr_v5_t *d, uint64_t ctxv) {
