@@ -638,6 +638,27 @@ typedef struct plink {
   int batched;           /* a KernelCh whose parent holds nothing: its span gathered (kc_span) */
 } plink;
 
+/* A new event's slot names its parent (comm: the parent's communicator):
+ * linked (1, a reference taken) or, a KernelCh under a kc_span parent,
+ * named only (2).  The three stores are written in both branches: with
+ * them after the branches the timed start cost 2 instructions more
+ * (test/bench/instr_per_event.sh). */
+static inline __attribute__((always_inline)) void slot_parent(cp_slot *s, uint32_t comm, const plink *pl) {
+  if (pl->linked) {
+    s->parent_linked = 1;
+    s->took_ref = 1;
+    s->parent_comm = comm;
+    s->parent_slot = pl->slot;
+    s->parent_gen = pl->gen;
+  } else if (UNLIKELY(pl->batched)) {
+    s->parent_linked = 2;
+    s->took_ref = 0;
+    s->parent_comm = comm;
+    s->parent_slot = pl->slot;
+    s->parent_gen = pl->gen;
+  }
+}
+
 /* Proxy events, counted per size class of their call (lean_estimate.h),
  * and the types whose slot carries that class (pool.h, acls). */
 #define CP_PROXY_TYPES (ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileNetPlugin)
@@ -697,14 +718,17 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
  * parent's child time (the parent's self time then includes it, as for
  * any child on another thread that links nothing). */
 #define CP_KC_SPAN_MIN_SLOTS 512u
-/* The entries are looked up from the one found last (t->kcs_last): a
- * Coll's channels start one after the other, and stop so. */
-static struct cp_kc_span *kc_span_find(cp_thr *t, const cp_pool *pp, uint32_t idx, uint32_t gen) {
+/* The gathering of parent (pool, slot idx, generation gen under gen_mask:
+ * the whole one, or a handle's low byte), looked up from the entry found
+ * last (t->kcs_last): a Coll's channels start one after the other, and
+ * stop so. */
+static inline __attribute__((always_inline)) struct cp_kc_span *kc_span_find(cp_thr *t, const cp_pool *pp, uint32_t idx,
+                                                                            uint32_t gen, uint32_t gen_mask) {
   const uint32_t l = t->kcs_last % CP_KC_SPANS;
   for (uint32_t k = 0; k < CP_KC_SPANS; k++) {
     const uint32_t i = (l + k) % CP_KC_SPANS;
     struct cp_kc_span *e = &t->kcs[i];
-    if (e->pool == pp && e->idx == idx && e->gen == gen) {
+    if (e->pool == pp && e->idx == idx && (e->gen & gen_mask) == gen) {
       t->kcs_last = i;
       return e;
     }
@@ -739,19 +763,11 @@ static inline void kc_span_join(struct cp_kc_span *e, plink *l) {
  * of the proxy thread's KernelCh starts (callgrind, collprof-bench proxy
  * mode); with 24 channels a call it is made once instead of 24 times. */
 static struct cp_kc_span *kc_span_find_h(cp_thr *t, const cp_pool *pp, uint32_t idx, uint32_t gen8, uint32_t path) {
-  const uint32_t l = t->kcs_last % CP_KC_SPANS;
-  for (uint32_t k = 0; k < CP_KC_SPANS; k++) {
-    const uint32_t i = (l + k) % CP_KC_SPANS;
-    struct cp_kc_span *e = &t->kcs[i];
-    if (e->pool == pp && e->idx == idx && (e->gen & 0xFFu) == gen8 && e->path == path) {
-      t->kcs_last = i;
-      return e;
-    }
-  }
-  return NULL;
+  struct cp_kc_span *e = kc_span_find(t, pp, idx, gen8, 0xFFu);
+  return e && e->path == path ? e : NULL;
 }
 static void kc_span_open(cp_thr *t, cp_pool *pp, uint32_t ls, uint32_t path, const cp_parent_view *v, plink *l) {
-  struct cp_kc_span *e = kc_span_find(t, pp, ls, v->gen);
+  struct cp_kc_span *e = kc_span_find(t, pp, ls, v->gen, ~0u);
   if (!e) {
     uint32_t top = 0;
     for (int i = 0; i < CP_KC_SPANS; i++) {
@@ -1508,19 +1524,7 @@ __attribute__((noinline)) static ncclResult_t start_general(void *context, void 
   s->start_tid = t->tid;
   s->bytes = bytes;
   s->is_pxn = (uint8_t)pxn;
-  if (pl.linked) {
-    s->parent_linked = 1;
-    s->took_ref = 1;
-    s->parent_comm = pf.comm;
-    s->parent_slot = pl.slot;
-    s->parent_gen = pl.gen;
-  } else if (pl.batched) {
-    s->parent_linked = 2;   /* kc_span: named, not linked */
-    s->took_ref = 0;
-    s->parent_comm = pf.comm;
-    s->parent_slot = pl.slot;
-    s->parent_gen = pl.gen;
-  }
+  slot_parent(s, pf.comm, &pl);
   if (pxn) s->origin_pid = type == ncclProfileProxyOp ? d->proxyOp.pid : pl.origin_pid;
   start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, !pxn && !scratch, kc_call);
   start_acls(s, type, bytes, &pl);
@@ -1579,19 +1583,7 @@ static inline __attribute__((always_inline)) int start_recorded(cp_thr *t, void 
   s->start_ns = now;
   s->start_tid = t->tid;
   s->bytes = bytes;
-  if (pl.linked) {
-    s->parent_linked = 1;
-    s->took_ref = 1;
-    s->parent_comm = pool->comm_index;
-    s->parent_slot = pl.slot;
-    s->parent_gen = pl.gen;
-  } else if (UNLIKELY(pl.batched)) {
-    s->parent_linked = 2;   /* kc_span: named, not linked */
-    s->took_ref = 0;
-    s->parent_comm = pool->comm_index;
-    s->parent_slot = pl.slot;
-    s->parent_gen = pl.gen;
-  }
+  slot_parent(s, pool->comm_index, &pl);
   start_gpu_fields(pool, s, idx, hold, type, d, &pl, now, 1, t->sampled);
   start_acls(s, type, bytes, &pl);
   const uint64_t handle = pool_handle(pool, path, idx, s->gen);
@@ -1862,7 +1854,7 @@ __attribute__((noinline)) static int parent_update_other(cp_thr *t, uint32_t pco
 __attribute__((noinline)) static int kc_span_stop(cp_thr *t, uint32_t pcomm, uint32_t pslot, uint32_t pgen, int kch,
                                                   uint64_t gs, uint64_t ge) {
   cp_pool *pp = remote_pool(t, pcomm, cp_slot_lane(pslot));
-  struct cp_kc_span *e = pp ? kc_span_find(t, pp, cp_slot_local(pslot), pgen) : NULL;
+  struct cp_kc_span *e = pp ? kc_span_find(t, pp, cp_slot_local(pslot), pgen, ~0u) : NULL;
   if (!e) return 1;
   const int bad = kch && kc_untrusted(pp, e->kc_seq);
   if (bad) e->bad = 1;
