@@ -64,6 +64,8 @@ endif
 ifneq ($(FAKECUDA_SRC),)
 TARGETS += $(LIB)/fakecuda/libcuda.so.1
 endif
+# the diagnostic wrapper plugin of test/gpu (plain C): test/timed_wrapper.t
+TARGETS += $(LIB)/libnccl-profiler-timed.so
 ifneq ($(COLLATE_SRC),)
 TARGETS += $(B)/obj/libcollate.a $(patsubst collate/tools/%.c,$(BIN)/%,$(COLLTOOL_SRC))
 endif

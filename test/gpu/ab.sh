@@ -46,6 +46,12 @@
 # pass: the goal line for every event on every call over all passes.
 # "collprof@DIR" (or "collprof@DIR:VAR=V,...") runs the libraries of the
 # build in DIR (DIR/lib), e.g. an older commit's, as the baseline.
+# "wrap-CONFIG" runs CONFIG's plugin inside the wrapper of timed_plugin.c
+# as a plain forwarder (TIMED_NOTIME=1), "timed-CONFIG" inside it timing
+# every callback (its per-thread lines end app.log); a CONFIG ending in
+# "-nokc" keeps KernelCh from the plugin (TIMED_SKIP_KC=1).  So
+# "wrap-collprof-all wrap-collprof-all-nokc wrap-noop-all" splits collprof's
+# cost with every event between NCCL's proxy thread (KernelCh) and the rest.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 B=${COLLPROF_BUILD:-$TOP/build}
@@ -58,15 +64,26 @@ APP=$B/bin/collprof-gpu-app
 PLUGIN=$B/lib/libcollprof.so
 MPILIB=$B/lib/libcollprof-mpi.so
 NOOP=$B/lib/libnccl-profiler-noop.so
+TIMED=$B/lib/libnccl-profiler-timed.so
 RUN_OUT=${RUN_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/collprof-ab.XXXXXX")}
 MPIRUN=${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}
 MPIRUN="$MPIRUN ${MPI_BIND---bind-to none}"   # as overhead.sh: NCCL's proxy thread on a core of its own
 export NCCL_NVLS_ENABLE=0
 for f in "$APP" "$PLUGIN" "$MPILIB" "$NOOP"; do
+  [ -n "${AB_PRINT_ENV:-}" ] && break
   [ -e "$f" ] || { echo "ab.sh: missing $f"; exit 1; }
 done
 config_env() {
   local m
+  if [[ $1 == wrap-* || $1 == timed-* ]]; then   # inside timed_plugin.c's wrapper
+    local inner=${1#*-} extra="" e
+    [[ $1 == wrap-* ]] && extra="-x TIMED_NOTIME=1 "
+    [[ $inner == *-nokc ]] && { inner=${inner%-nokc}; extra+="-x TIMED_SKIP_KC=1 "; }
+    [ -e "$TIMED" ] || { echo "ab.sh: missing $TIMED (make gpu)" >&2; return 2; }
+    e=$(config_env "$inner") || return 2
+    echo "$(sed "s|NCCL_PROFILER_PLUGIN=\([^ ]*\)|NCCL_PROFILER_PLUGIN=$TIMED -x TIMED_INNER=\1|" <<<"$e") $extra"
+    return
+  fi
   case $1 in
     noop-sampled)
       echo "-x LD_PRELOAD=$NOOP -x NCCL_PROFILER_PLUGIN=$NOOP -x NCCL_PROFILE_EVENT_MASK=4031 -x NOOP_GPU_SAMPLE=16"
@@ -107,6 +124,13 @@ config_env() {
     *) echo "ab.sh: unknown configuration $1" >&2; return 2 ;;
   esac
 }
+# AB_PRINT_ENV=1: print each configuration's mpirun arguments and stop
+# (test/timed_wrapper.t checks them on a machine without GPUs)
+if [ -n "${AB_PRINT_ENV:-}" ]; then
+  read -r -a CONFIG_LIST <<<"${CONFIGS:-collprof collprof-all}"
+  for c in "${CONFIG_LIST[@]}"; do e=$(config_env "$c") || exit 2; echo "$c: $e"; done
+  exit 0
+fi
 rc=0
 PASSES=${PASSES:-1}
 read -r -a CONFIG_LIST <<<"${CONFIGS:-collprof collprof-all}"
@@ -133,7 +157,7 @@ for c in "${list[@]}"; do
     { echo "ab.sh: $c exited $?"; tail -n 5 "$d/app.log"; rc=1; continue; }
   python3 "$TOP/test/gpu/ab_report.py" "$d/app" "$c, $NP ranks" || rc=1
   # the summary must show the windows the pauses left
-  [[ $c == noop-* ]] || grep -m1 'Profiled windows' "$d/prof/summary.log" | cut -c1-160
+  [[ $c == *noop-* ]] || grep -m1 'Profiled windows' "$d/prof/summary.log" | cut -c1-160
 done
 done
 if [ "$PASSES" -gt 1 ]; then

@@ -30,7 +30,8 @@ $(LIB)/libnccl-profiler-flip.so: test/gpu/flip_plugin.c include/nccl_profiler_ab
 	$(CC) $(CFLAGS_ALL) -shared -o $@ $< $(LDFLAGS_ALL)
 
 # The timing wrapper plugin (timed_plugin.c: what each callback of another
-# plugin costs on NCCL's own threads; plain C).
+# plugin costs on NCCL's own threads; plain C, so `make all` builds it too,
+# for test/timed_wrapper.t).
 gpu: $(LIB)/libnccl-profiler-timed.so
 $(LIB)/libnccl-profiler-timed.so: test/gpu/timed_plugin.c include/nccl_profiler_abi.h
 	@mkdir -p $(LIB)

@@ -32,6 +32,15 @@
  * line costs when NCCL's own work between two callbacks has pushed it out
  * (test/bench/lines_per_event.sh counts collprof's lines; this prices them
  * on a real host).
+ *
+ * TIMED_SKIP_KC=1 keeps KernelCh from the inner plugin: their starts get a
+ * handle of this wrapper's, whose states and stops end here.  Around
+ * collprof it is collprof with everything but its KernelCh work (on NCCL's
+ * proxy thread), so a run splits collprof's cost between the application's
+ * thread and the proxy thread.  TIMED_NOTIME=1 makes the wrapper a plain
+ * forwarder (no clock read, no statistics, no report): its own cost is then
+ * a call through a pointer, and runs that compare a wrapped plugin with
+ * another one wrapped the same way see NCCL's speed, not the wrapper's.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -62,6 +71,8 @@ static _Thread_local thr_stats *t_me;
 static ncclProfiler_v5_t *inner;
 static uint64_t g_tsc0, g_mono0, g_spin_ticks;
 static double g_ticks_per_ns = 1.0;
+static int g_skip_kc, g_notime;
+static char g_kc_handle;             /* TIMED_SKIP_KC: every KernelCh's handle */
 
 static uint64_t mono(void) {
   struct timespec ts;
@@ -177,6 +188,9 @@ static void load_inner(void) {
   const uint64_t m1 = g_mono0 + 2000000;          /* 2 ms to calibrate the spin */
   while (mono() < m1) {}
   g_ticks_per_ns = (double)(__rdtsc() - g_tsc0) / (double)(mono() - g_mono0);
+  const char *k = getenv("TIMED_SKIP_KC"), *nt = getenv("TIMED_NOTIME");
+  g_skip_kc = k && atoi(k) > 0;
+  g_notime = nt && atoi(nt) > 0;
   const char *s = getenv("TIMED_SPIN_NS");
   if (s && *s) g_spin_ticks = (uint64_t)(atof(s) * g_ticks_per_ns);
   const char *il = getenv("TIMED_ILINES"), *dl = getenv("TIMED_DLINES");
@@ -194,11 +208,19 @@ static ncclResult_t t_init(void **context, uint64_t commId, int *mask, const cha
   return inner->init(context, commId, mask, commName, nNodes, nranks, rank, logfn);
 }
 
+/* TIMED_SKIP_KC: the inner plugin never sees a KernelCh */
+static int kept_kc(const ncclProfilerEventDescr_v5_t *d, void **eHandle) {
+  if (!g_skip_kc || !d || d->type != ncclProfileKernelCh || !eHandle) return 0;
+  *eHandle = &g_kc_handle;
+  return 1;
+}
+
 static ncclResult_t t_start(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *d) {
+  if (g_notime) return kept_kc(d, eHandle) ? NCCL_OK : inner->startEvent(context, eHandle, d);
   thr_stats *s = me();
   const uint64_t t0 = __rdtsc();
   touch_lines();
-  ncclResult_t r = inner->startEvent(context, eHandle, d);
+  ncclResult_t r = kept_kc(d, eHandle) ? NCCL_OK : inner->startEvent(context, eHandle, d);
   if (d && d->type == ncclProfileKernelCh) spin();
   const int i = d ? type_index(d->type) : NTYPES - 1;
   const uint64_t dt = __rdtsc() - t0;
@@ -209,10 +231,11 @@ static ncclResult_t t_start(void *context, void **eHandle, ncclProfilerEventDesc
 }
 
 static ncclResult_t t_stop(void *eHandle) {
+  if (g_notime) return eHandle == &g_kc_handle ? NCCL_OK : inner->stopEvent(eHandle);
   thr_stats *s = me();
   const uint64_t t0 = __rdtsc();
   touch_lines();
-  ncclResult_t r = inner->stopEvent(eHandle);
+  ncclResult_t r = eHandle == &g_kc_handle ? NCCL_OK : inner->stopEvent(eHandle);
   const uint64_t dt = __rdtsc() - t0;
   s->stop_n++;
   s->stop_ticks += dt;
@@ -221,10 +244,11 @@ static ncclResult_t t_stop(void *eHandle) {
 }
 
 static ncclResult_t t_state(void *eHandle, ncclProfilerEventState_v5_t st, ncclProfilerEventStateArgs_v5_t *a) {
+  if (g_notime) return eHandle == &g_kc_handle ? NCCL_OK : inner->recordEventState(eHandle, st, a);
   thr_stats *s = me();
   const uint64_t t0 = __rdtsc();
   touch_lines();
-  ncclResult_t r = inner->recordEventState(eHandle, st, a);
+  ncclResult_t r = eHandle == &g_kc_handle ? NCCL_OK : inner->recordEventState(eHandle, st, a);
   if (st == ncclProfilerKernelChStop) spin();
   const uint64_t dt = __rdtsc() - t0;
   s->state_n++;
@@ -237,7 +261,7 @@ static ncclResult_t t_state(void *eHandle, ncclProfilerEventState_v5_t st, ncclP
 
 static ncclResult_t t_finalize(void *context) {
   ncclResult_t r = inner->finalize(context);
-  if (atomic_fetch_sub(&g_live, 1) == 1) report();
+  if (atomic_fetch_sub(&g_live, 1) == 1 && !g_notime) report();
   return r;
 }
 
