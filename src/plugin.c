@@ -1090,8 +1090,8 @@ static inline __attribute__((always_inline)) void start_gpu_fields(cp_pool *pool
     s->span_bad = 0;
     /* kc_ops, kc_seq, hold, kc_epoch: read by KernelCh on other threads
      * without the pool (pool_owner.h) */
-    const uint64_t ops = __atomic_load_n(&pool->kc_ops, __ATOMIC_RELAXED) + 1;
-    __atomic_store_n(&pool->kc_ops, ops, __ATOMIC_RELAXED);
+    const uint64_t ops = ++pool->kc_ops_own;
+    if ((ops & (CP_KC_OPS_BATCH - 1)) == 0) __atomic_store_n(&pool->kc_ops, ops, __ATOMIC_RELAXED);
     __atomic_store_n(&s->kc_seq, ops, __ATOMIC_RELAXED);
     __atomic_store_n(&s->kc_epoch, 0, __ATOMIC_RELAXED);
     if (__atomic_load_n(&pool->kc_remote, __ATOMIC_RELAXED) && pool->capacity >= CP_KC_SPAN_MIN_SLOTS &&
@@ -1813,7 +1813,8 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
  * P2p at most one: half of 64 leaves room for two per call), and the times
  * NCCL hands over may be another item's.  mask_control.c keeps this from
  * happening for N >= 2; with N = 1 it does, whenever the proxy falls
- * behind. */
+ * behind.  The count is read as published, in batches (pool.h,
+ * CP_KC_OPS_BATCH), so a span goes at 25-32 later starts: never after. */
 #define CP_KC_SLOT_TRUST 32u
 
 /* What a stopping child gives its parent's slot: child time while the
@@ -1821,8 +1822,13 @@ ncclResult_t cp_core_start(void *context, void **eHandle, const ncclProfilerEven
  * Returns 0 when the KernelCh span failed the slot check (not to be used
  * for the KernelCh's own path either). */
 static inline int kc_untrusted(const cp_pool *pp, uint64_t kc_seq) {
-  const uint64_t r = cp_replay_kc_ops;   /* a recorded stop: the count when NCCL made it */
-  return kc_seq && (LIKELY(!r) ? __atomic_load_n(&pp->kc_ops, __ATOMIC_RELAXED) : r) - kc_seq >= CP_KC_SLOT_TRUST;
+  const uint64_t r = cp_replay_kc_ops;   /* a recorded stop: 1 + the count when NCCL made it */
+  const uint64_t pub = LIKELY(!r) ? __atomic_load_n(&pp->kc_ops, __ATOMIC_RELAXED) : r - 1;
+  /* kc_ops is published in batches (pool.h, CP_KC_OPS_BATCH): the count
+   * may be up to CP_KC_OPS_BATCH - 1 above it, so a sample goes once that
+   * many more might have started (at 25-32 later starts, not exactly 32),
+   * never later.  Signed: this Coll's own start may not be published yet. */
+  return kc_seq && (int64_t)(pub + (CP_KC_OPS_BATCH - 1) - kc_seq) >= (int64_t)CP_KC_SLOT_TRUST;
 }
 static inline __attribute__((always_inline)) int parent_update(cp_pool *pp, uint32_t pslot, uint32_t pgen,
                                                                int took_ref, uint64_t dur, int kch, uint64_t gs,
@@ -2026,7 +2032,7 @@ static inline __attribute__((always_inline)) ncclResult_t stop_body(cp_thr *t, c
   else if (UNLIKELY(plinked == 2))
     kch_ok = kc_span_stop(t, pcomm, pslot, pgen, kch, gs, ge);
   if (UNLIKELY(kc_epoch)) cp_mask_kc_done(kc_epoch);
-  if (UNLIKELY(!kch_ok)) cp_affinity_kc_behind(CP_KC_SLOT_TRUST);   /* outside the pool lock: may print */
+  if (UNLIKELY(!kch_ok)) cp_affinity_kc_behind(CP_KC_SLOT_TRUST - CP_KC_OPS_BATCH);   /* at least 25 later: kc_untrusted */
   if (!scratch) CP_PH(CP_PH_T_RELEASE, 0);
   if (UNLIKELY(scratch)) {
     static __thread cp_prof_ent sink;   /* same work, nothing recorded */

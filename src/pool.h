@@ -55,6 +55,7 @@
 #include <string.h>
 #include "handle.h"
 #include "trace.h"
+#include "prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cp_cpu_relax() __builtin_ia32_pause()
@@ -212,12 +213,22 @@ typedef struct cp_pool {
   /* events still live when the chunks were released: per path */
   struct cp_unterm { uint32_t path, n; } *unterm;
   uint32_t nunterm;
-  /* a line of its own: written at each KernelCh-on Coll/P2p start, read at
-   * every KernelCh stop on the proxy thread */
-  _Alignas(64) uint64_t kc_ops;   /* Coll/P2p of KernelCh-on calls started (slot-reuse check;
+  /* a line of its own: read at every KernelCh stop on the proxy thread,
+   * written at one KernelCh-on Coll/P2p start in CP_KC_OPS_BATCH */
+  _Alignas(64) uint64_t kc_ops;   /* kc_ops_own as last published (slot-reuse check;
                                      relaxed atomic: KernelCh stops on other threads read it) */
   int kc_remote;         /* a KernelCh of another thread has named a parent here (set once) */
+  /* the holder's alone: Coll/P2p of KernelCh-on calls started */
+  _Alignas(64) uint64_t kc_ops_own;
 } cp_pool;
+/* kc_ops is published once in this many KernelCh-on Coll/P2p starts (a
+ * power of two).  A store to a line another core has read waits for the
+ * line to come back: with the proxy thread reading kc_ops at each of its
+ * KernelCh stops, the store at every start cost the application thread's
+ * recorded Coll start 60-70 ns on an H200 host (session 60, the
+ * phase-timing build's "slot" part: 116-165 ns, 67-90 publishing one in
+ * 8).  The readers allow for the lag (plugin.c, kc_untrusted). */
+#define CP_KC_OPS_BATCH 8u
 _Static_assert(offsetof(cp_pool, in_lock) == 64 && offsetof(cp_pool, owner) == 128 &&
                offsetof(cp_pool, lane) < 192, "cp_pool: lines 0-2 as laid out above");
 
@@ -375,6 +386,22 @@ static inline void cp_pool_reset_slot(cp_slot *s) {
   __atomic_store_n(&s->hold, 0, __ATOMIC_RELAXED);
 }
 
+/* The slot after i in the first chunk, the one the next hand-out takes if
+ * it is free, asked for now, all four lines (a Coll's start writes them
+ * all: its trace record is the second half).  Round-robin hands out a
+ * slot untouched for a lap of the pool, which on an NCCL host the next
+ * start found gone: the slot part of a recorded Coll start took 86-101 ns
+ * on an H200 host (the phase-timing build, src/phase_timing.h). */
+static inline void cp_pool_prefetch_next(const cp_pool *p, uint32_t i) {
+  if (__builtin_expect(i < p->cap0, 1)) {
+    const char *n = (const char *)&p->slots0[i];
+    cp_prefetch_write(n);
+    cp_prefetch_write(n + 64);
+    cp_prefetch_write(n + 128);
+    cp_prefetch_write(n + 192);
+  }
+}
+
 /* The usual case inlined: the slot at the round-robin cursor is free. */
 static inline cp_slot *cp_pool_alloc(cp_pool *p, uint32_t *idx) {
   uint32_t i = p->next;
@@ -386,6 +413,7 @@ static inline cp_slot *cp_pool_alloc(cp_pool *p, uint32_t *idx) {
       p->busy++;
       p->next = i + 1;
       *idx = i;
+      cp_pool_prefetch_next(p, i + 1);
       return s;
     }
   }

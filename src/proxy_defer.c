@@ -229,7 +229,7 @@ static void apply_one(cp_dq *q, const cp_dfr *r) {
   if (stale) { stale_line(r->cb == DFR_STOP ? "stopEvent" : "recordEventState"); return; }
   if (!h) return;   /* its start handed NCCL nothing inline: the core said why then */
   if (r->cb == DFR_STOP) {
-    cp_replay_kc_ops = r->u.kc.ptimer;   /* a KernelCh's: the parent pool's count then (0: none) */
+    cp_replay_kc_ops = r->u.kc.ptimer;   /* a KernelCh's: 1 + the parent pool's count then (0: none) */
     cp_core_stop((void *)(uintptr_t)h);
     cp_replay_kc_ops = 0;
   } else cp_core_state((void *)(uintptr_t)h, r->si, r->has_args ? &r->u.arg : NULL);
@@ -451,7 +451,7 @@ ncclResult_t cp_defer_stop(void *eHandle) {
   if (id && id < CP_DQ_IDS && q->live[id] && q->gen[id] == (uint16_t)(h >> 32)) {
     q->live[id] = 0;
     q->free_ids[q->id_tail++ & (CP_DQ_IDS - 1)] = id;
-    if (q->kc_parent[id]) kc_ops = __atomic_load_n(&q->kc_parent[id]->kc_ops, __ATOMIC_RELAXED);
+    if (q->kc_parent[id]) kc_ops = 1 + __atomic_load_n(&q->kc_parent[id]->kc_ops, __ATOMIC_RELAXED);
   }
   cp_dfr *r = rec_next(q);
   r->cb = DFR_STOP;

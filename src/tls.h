@@ -192,8 +192,9 @@ typedef struct cp_tls_hot {
   /* Non-zero while this thread applies recorded callbacks (proxy_defer.c):
    * the host time the core takes for "now" instead of reading the clock. */
   uint64_t replay_ns;
-  /* Non-zero while a recorded KernelCh stop is applied: its parent pool's
-   * kc_ops when NCCL made the stop (plugin.c, kc_untrusted). */
+  /* Non-zero while a recorded KernelCh stop is applied: 1 + its parent
+   * pool's kc_ops when NCCL made the stop (plugin.c, kc_untrusted; the 1
+   * since kc_ops is 0 until its first batch is published). */
   uint64_t replay_kc_ops;
   struct cp_ring *ring;         /* trace_ring.h: this thread's trace ring */
   struct cp_dq *dq;             /* proxy_defer.c: this thread's deferral ring */

@@ -21,6 +21,7 @@
 #include "trace.h"
 #include "tls.h"
 #include "hot.h"
+#include "prefetch.h"
 
 typedef struct cp_ring {
   /* written by the producer */
@@ -65,14 +66,6 @@ static inline cp_unit *cp_trace_reserve_fast(unsigned n) {
 static inline cp_unit *cp_trace_reserve(unsigned n) {
   cp_unit *u = cp_trace_reserve_fast(n);
   return __builtin_expect(u != NULL, 1) ? u : cp_trace_reserve_slow(n);
-}
-
-static inline void cp_prefetch_write(const void *p) {
-#if defined(__x86_64__)
-  __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-  __builtin_prefetch(p, 1, 3);
-#endif
 }
 
 #ifndef CP_RING_AHEAD

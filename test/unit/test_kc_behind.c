@@ -2,8 +2,8 @@
  * test_kc_behind.c — what the user is told when NCCL's proxy thread falls
  * behind the GPU with KernelCh on every call (src/affinity.c).
  *
- * A KernelCh whose stop comes after more than 32 later KernelCh-on calls
- * started has its GPU times dropped (NCCL's timestamp slot may have been
+ * A KernelCh whose stop comes after 32 or more later KernelCh-on calls
+ * started (sometimes from 25: below) has its GPU times dropped (NCCL's timestamp slot may have been
  * rewritten: plugin.c, CP_KC_SLOT_TRUST).  With COLLPROF_GPU_SAMPLE=1 on
  * 2 H200s that happened in every run, and NCCL's own speed depends on its
  * proxy thread then, so the first such drop prints one line saying so and
@@ -11,6 +11,13 @@
  * advice instead (its cause there).  Each case runs in a forked child with
  * its stderr in a file (the configuration and affinity are read once per
  * process).
+ *
+ * The count of later starts is read from kc_ops, which the application
+ * thread publishes once in CP_KC_OPS_BATCH (8) starts (pool.h says why):
+ * the rule allows for the lag, so a sample goes at 25-32 later starts,
+ * never after 32.  Here the two late Colls are starts 1 and 2: with 29
+ * more (31 in all, kc_ops published at 24) both stay, with 30 (32 in all,
+ * published at 32) both go, the first at 31 later starts.
  */
 #include <sched.h>
 #include <stdint.h>
@@ -19,8 +26,10 @@
 #include <unistd.h>
 #include "tap.h"
 #include "h1_util.h"
+#include "pool.h"
+#include "registry.h"
 
-static const char *BEHIND = "fell more than 32 calls behind the GPU";
+static const char *BEHIND = "fell more than 24 calls behind the GPU";
 static const char *ONE_CPU = "may run on 1 CPU only";
 
 /* One API call of one channel; *coll gets its Coll (stopped). */
@@ -71,6 +80,32 @@ static void child(const char *sample, int one_cpu, int later, const char *errfil
   _exit(dropped & 0xff);
 }
 
+/* In a child: n sampled calls; exit status kc_ops as published (low 7
+ * bits), plus 128 when the holder's own count is n. */
+static void child_published(int n) {
+  h1_env("64");
+  setenv("COLLPROF_GPU_SAMPLE", "1", 1);
+  void *ctx = h1_init(9101, 0);
+  for (int i = 0; i < n; i++) {
+    void *coll;
+    api_call(ctx, &coll);
+  }
+  const cp_comm *c = cp_registry_from_ctx((uint64_t)(uintptr_t)ctx);
+  const cp_pool *p = c ? cp_registry_lane(c->index, 0) : NULL;
+  if (!p) _exit(255);
+  const int published = (int)(__atomic_load_n(&p->kc_ops, __ATOMIC_RELAXED) & 0x7f);
+  _exit(published + (p->kc_ops_own == (uint64_t)n ? 128 : 0));
+}
+
+static int run_published(int n) {
+  fflush(NULL);
+  const pid_t pid = fork();
+  if (pid == 0) child_published(n);
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) return -1;
+  return WEXITSTATUS(st);
+}
+
 static int run(const char *sample, int one_cpu, int later, const char *errfile) {
   fflush(NULL);
   const pid_t pid = fork();
@@ -98,6 +133,8 @@ int main(void) {
   if (many) {
     is_u(run("1", 0, 20, errfile), 0, "N = 1, stopped 20 calls late: nothing dropped");
     is_u(h1_file_lines(errfile, "collprof: "), 0, "...and nothing said");
+    is_u(run("1", 0, 29, errfile), 0, "N = 1, 30 and 29 later starts (kc_ops published at 24): both kept");
+    is_u(run("1", 0, 30, errfile), 2, "N = 1, 31 and 30 later starts (published at 32): both dropped");
     is_u(run("1", 0, 40, errfile), 2, "N = 1: both late KernelCh dropped, none of the 40 timed at once");
     show(errfile);
     is_u(h1_file_lines(errfile, BEHIND), 1, "N = 1: one line says NCCL's proxy fell behind (the second drop is only counted)");
@@ -106,6 +143,11 @@ int main(void) {
   } else {
     for (int i = 0; i < 6; i++) ok(1, "# SKIP this process may run on one CPU only");
   }
+
+  /* kc_ops published once in 8 starts, the holder's own count exact */
+  is_u(run_published(10), 128 + 8, "10 KernelCh-on Colls: kc_ops published at 8, the holder's count 10");
+  is_u(run_published(16), 128 + 16, "16: published at 16");
+  is_u(run_published(7), 128 + 0, "7: not published yet (0)");
 
   /* the same on one CPU: the affinity advice, not the proxy line */
   is_u(run("1", 1, 40, errfile), 2, "one CPU: the same two dropped");
