@@ -158,7 +158,8 @@ static inline void cp_slot_set_path(cp_slot *s, uint32_t path) {
  * each KernelCh start and stop: the owner word, slots0/cap0; posters: the
  * inbox's indices) stays off the line the owner writes.
  *   line 0  written by the owner at every event (inside, the allocator,
- *           the blacklist, events); other threads only for exclusive access
+ *           the blacklist, events, the KernelCh-on count); other threads
+ *           only for exclusive access
  *   line 1  the posters' lock and the published inbox head
  *   line 2  read at every event by the owner and by other threads,
  *           written rarely (and in_tail by posters)
@@ -176,7 +177,8 @@ typedef struct cp_pool {
   uint32_t busy;         /* slots live or blacklisted */
   uint32_t bl_head, bl_tail;   /* blacklist (LRU order) */
   uint32_t pad0;
-  uint64_t bl_cap, bl_size;
+  uint64_t bl_size;
+  uint64_t kc_ops_own;   /* KernelCh-on Coll/P2p started: published to kc_ops in batches */
   uint64_t events;
   /* line 1: posters among themselves (pool_owner.c) */
   _Alignas(64) atomic_uint in_lock;
@@ -196,6 +198,7 @@ typedef struct cp_pool {
   uint32_t comm_index;
   uint32_t lane;         /* which of the communicator's pools (registry.h) */
   /* the rest */
+  uint64_t bl_cap;       /* blacklist entries kept (read when one is listed) */
   struct cp_post *inbox; /* CP_INBOX entries, made at the first post, freed at finalize */
   cp_slot **chunks;
   uint32_t nchunks, chunks_cap, max_chunks;
@@ -218,8 +221,6 @@ typedef struct cp_pool {
   _Alignas(64) uint64_t kc_ops;   /* kc_ops_own as last published (slot-reuse check;
                                      relaxed atomic: KernelCh stops on other threads read it) */
   int kc_remote;         /* a KernelCh of another thread has named a parent here (set once) */
-  /* the holder's alone: Coll/P2p of KernelCh-on calls started */
-  _Alignas(64) uint64_t kc_ops_own;
 } cp_pool;
 /* kc_ops is published once in this many KernelCh-on Coll/P2p starts (a
  * power of two).  A store to a line another core has read waits for the
