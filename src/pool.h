@@ -230,6 +230,7 @@ typedef struct cp_pool {
  * phase-timing build's "slot" part: 116-165 ns, 67-90 publishing one in
  * 8).  The readers allow for the lag (plugin.c, kc_untrusted). */
 #define CP_KC_OPS_BATCH 8u
+_Static_assert((CP_KC_OPS_BATCH & (CP_KC_OPS_BATCH - 1)) == 0, "CP_KC_OPS_BATCH: a power of two (start_gpu_fields masks by it)");
 _Static_assert(offsetof(cp_pool, in_lock) == 64 && offsetof(cp_pool, owner) == 128 &&
                offsetof(cp_pool, lane) < 192, "cp_pool: lines 0-2 as laid out above");
 

@@ -208,19 +208,28 @@ static ncclResult_t t_init(void **context, uint64_t commId, int *mask, const cha
   return inner->init(context, commId, mask, commName, nNodes, nranks, rank, logfn);
 }
 
-/* TIMED_SKIP_KC: the inner plugin never sees a KernelCh */
-static int kept_kc(const ncclProfilerEventDescr_v5_t *d, void **eHandle) {
-  if (!g_skip_kc || !d || d->type != ncclProfileKernelCh || !eHandle) return 0;
-  *eHandle = &g_kc_handle;
-  return 1;
+/* The inner plugin's callbacks; with TIMED_SKIP_KC it never sees a
+ * KernelCh (their handle is g_kc_handle, which ends here). */
+static ncclResult_t fwd_start(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *d) {
+  if (g_skip_kc && d && d->type == ncclProfileKernelCh && eHandle) {
+    *eHandle = &g_kc_handle;
+    return NCCL_OK;
+  }
+  return inner->startEvent(context, eHandle, d);
+}
+static ncclResult_t fwd_stop(void *eHandle) {
+  return eHandle == &g_kc_handle ? NCCL_OK : inner->stopEvent(eHandle);
+}
+static ncclResult_t fwd_state(void *eHandle, ncclProfilerEventState_v5_t st, ncclProfilerEventStateArgs_v5_t *a) {
+  return eHandle == &g_kc_handle ? NCCL_OK : inner->recordEventState(eHandle, st, a);
 }
 
 static ncclResult_t t_start(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *d) {
-  if (g_notime) return kept_kc(d, eHandle) ? NCCL_OK : inner->startEvent(context, eHandle, d);
+  if (g_notime) return fwd_start(context, eHandle, d);
   thr_stats *s = me();
   const uint64_t t0 = __rdtsc();
   touch_lines();
-  ncclResult_t r = kept_kc(d, eHandle) ? NCCL_OK : inner->startEvent(context, eHandle, d);
+  ncclResult_t r = fwd_start(context, eHandle, d);
   if (d && d->type == ncclProfileKernelCh) spin();
   const int i = d ? type_index(d->type) : NTYPES - 1;
   const uint64_t dt = __rdtsc() - t0;
@@ -231,11 +240,11 @@ static ncclResult_t t_start(void *context, void **eHandle, ncclProfilerEventDesc
 }
 
 static ncclResult_t t_stop(void *eHandle) {
-  if (g_notime) return eHandle == &g_kc_handle ? NCCL_OK : inner->stopEvent(eHandle);
+  if (g_notime) return fwd_stop(eHandle);
   thr_stats *s = me();
   const uint64_t t0 = __rdtsc();
   touch_lines();
-  ncclResult_t r = eHandle == &g_kc_handle ? NCCL_OK : inner->stopEvent(eHandle);
+  ncclResult_t r = fwd_stop(eHandle);
   const uint64_t dt = __rdtsc() - t0;
   s->stop_n++;
   s->stop_ticks += dt;
@@ -244,11 +253,11 @@ static ncclResult_t t_stop(void *eHandle) {
 }
 
 static ncclResult_t t_state(void *eHandle, ncclProfilerEventState_v5_t st, ncclProfilerEventStateArgs_v5_t *a) {
-  if (g_notime) return eHandle == &g_kc_handle ? NCCL_OK : inner->recordEventState(eHandle, st, a);
+  if (g_notime) return fwd_state(eHandle, st, a);
   thr_stats *s = me();
   const uint64_t t0 = __rdtsc();
   touch_lines();
-  ncclResult_t r = eHandle == &g_kc_handle ? NCCL_OK : inner->recordEventState(eHandle, st, a);
+  ncclResult_t r = fwd_state(eHandle, st, a);
   if (st == ncclProfilerKernelChStop) spin();
   const uint64_t dt = __rdtsc() - t0;
   s->state_n++;
