@@ -876,12 +876,17 @@ static void coll_details(cp_thr *t, cp_rec *r, const ncclProfilerEventDescr_v5_t
   r->d.coll.nwarps = d->coll.nWarps;
 }
 
-/* The details of every type but Coll, as a compact record holds them
- * (trace.h, cp_erec: d and x); r zeroed by the caller. */
-static inline __attribute__((always_inline)) void compact_details(cp_thr *t, cp_erec *r,
-                                                                  const ncclProfilerEventDescr_v5_t *d,
-                                                                  uint32_t type, uint32_t dt) {
+/* The details as a compact record holds them (trace.h, cp_erec: d, x, y);
+ * r zeroed by the caller.  0 for a Coll whose details do not fit
+ * (cp_erec_coll_pack): it takes the full record. */
+static inline __attribute__((always_inline)) int compact_details(cp_thr *t, cp_erec *r,
+                                                                 const ncclProfilerEventDescr_v5_t *d,
+                                                                 uint32_t type, uint32_t dt) {
   switch (type) {
+  case ncclProfileColl:
+    return cp_erec_coll_pack(r, d->coll.seqNumber, d->coll.count, d->coll.root, dt,
+                             cp_str_intern_t(t, d->coll.algo), cp_str_intern_t(t, d->coll.proto),
+                             (uint8_t)d->coll.nChannels, (uint8_t)d->coll.nWarps);
   case ncclProfileGroupApi:
     r->d.group_api.group_depth = d->groupApi.groupDepth;
     r->d.group_api.graph_captured = d->groupApi.graphCaptured;
@@ -926,11 +931,14 @@ static inline __attribute__((always_inline)) void compact_details(cp_thr *t, cp_
   default:
     break;
   }
+  return 1;
 }
 
-/* The compact record (trace.h, cp_erec) of an event that has one: not a
- * Coll, not PXN, on a real path of a registered communicator. */
-static inline __attribute__((always_inline)) void start_record_c(cp_thr *t, cp_erec *r,
+/* The compact record (trace.h, cp_erec) of an event that may have one: not
+ * PXN, on a real path of a registered communicator.  0 where it has none
+ * (a Coll whose details do not fit): the caller writes the full record
+ * over it. */
+static inline __attribute__((always_inline)) int start_record_c(cp_thr *t, cp_erec *r,
                                                                  const ncclProfilerEventDescr_v5_t *d,
                                                                  uint32_t type, uint32_t path, uint32_t comm,
                                                                  uint32_t dt, uint64_t now, uint64_t pobj,
@@ -944,7 +952,7 @@ static inline __attribute__((always_inline)) void start_record_c(cp_thr *t, cp_e
   r->start_ns = now;
   r->parent_obj = pobj;
   r->event_addr = handle;
-  compact_details(t, r, d, type, dt);
+  return compact_details(t, r, d, type, dt);
 }
 
 /* Trace on: the event record is built in the slot at start (pool lock held)
@@ -954,10 +962,9 @@ __attribute__((noinline)) static void start_record(cp_thr *t, cp_slot *s, const 
                                                    const cp_comm *comm, int pxn, uint32_t type, uint32_t path,
                                                    int mypid, uint32_t func, uint32_t dt, uint64_t now,
                                                    uint64_t pobj, uint64_t handle, uint64_t ctxv) {
-  if (LIKELY(comm && !pxn && type != ncclProfileColl && path < CP_PATH_PXN && ctxv == comm->ctx_value)) {
-    start_record_c(t, &s->erec, d, type, path, comm->index, dt, now, pobj, handle);
+  if (LIKELY(comm && !pxn && path < CP_PATH_PXN && ctxv == comm->ctx_value) &&
+      LIKELY(start_record_c(t, &s->erec, d, type, path, comm->index, dt, now, pobj, handle)))
     return;
-  }
   cp_rec *r = &s->rec;
   /* Every header field is written; only the details are zeroed first. */
   r->kind = CP_REC_EVENT;
@@ -979,7 +986,7 @@ __attribute__((noinline)) static void start_record(cp_thr *t, cp_slot *s, const 
   r->event_addr = handle;
   r->ctx_addr = ctxv;
   memset(&r->d, 0, sizeof r->d);
-  if (type == ncclProfileColl) {
+  if (type == ncclProfileColl) {   /* PXN, a pseudo-path, or details a compact record cannot hold */
     coll_details(t, r, d, dt);
   } else {   /* PXN, or a pseudo-path (unknown parent, table full): details as a compact record has them */
     cp_erec e;
@@ -1593,9 +1600,8 @@ static inline __attribute__((always_inline)) int start_recorded(cp_thr *t, void 
      * values, eight of them on the stack.  Callgrind
      * (test/bench/instr_per_event.sh): about 40 fewer instructions per
      * event with the trace on, 8 more with it off. */
-    if (LIKELY(type != ncclProfileColl && path < CP_PATH_PXN && ctxv == comm->ctx_value))
-      start_record_c(t, &s->erec, d, type, path, pool->comm_index, dt, now, pobj, handle);
-    else
+    if (!LIKELY(path < CP_PATH_PXN && ctxv == comm->ctx_value &&
+                start_record_c(t, &s->erec, d, type, path, pool->comm_index, dt, now, pobj, handle)))
       start_record(t, s, d, comm, 0, type, path, mypid, func, dt, now, pobj, handle, ctxv);
   }
   CP_PH(CP_PH_S_TRACE, 0);

@@ -76,22 +76,30 @@ typedef struct cp_srec {
 /* Expand a compact state record (writer side). */
 void cp_srec_expand(const cp_srec *s, cp_rec *r);
 
-/* An event record in two units, for every event but a Coll (its details
- * need 34 bytes) and a PXN event (its rank, pid and context are another
- * process's): half the bytes the hot path writes into a ring, and a ring
+/* An event record in two units, for every event but a PXN one (its rank,
+ * pid and context are another process's) and a Coll whose details do not
+ * fit (below): half the bytes the hot path writes into a ring, and a ring
  * holds twice as many.  Left out, because the writer finds them: rank and
  * context (registry entry of comm), pid (the process's), func (the leaf of
  * the path: paths.h, cp_path_func) and the stop thread (the ring's owner:
- * a record enters the ring of the thread that stopped the event). */
+ * a record enters the ring of the thread that stopped the event).
+ * A Coll's 34 bytes of details go in packed (cp_erec_coll_pack): seq and
+ * count in 48 bits each, root + 1 in 16, algo and proto ids in 8 each,
+ * channels and warps in y; one that does not fit (a count of 2^48
+ * elements, a root above 65534, a 257th interned string as its algo) takes
+ * the full record, so nothing is cut.  Why: the Coll is the one event of
+ * a call recorded on every call when KernelCh is on (GPU sampling), and
+ * its record was twice the bytes of every other's, written at its start
+ * and copied at its stop on the application thread. */
 enum { CP_REC_EVENT_C = 0x11 };
 typedef struct cp_erec {
   uint8_t kind;            /* CP_REC_EVENT_C */
   uint8_t type_bit;        /* NCCL type = 1 << type_bit */
   uint16_t path;           /* local path id (never a pseudo-path) */
   uint16_t comm;           /* registry index, >= 1 */
-  uint16_t pad;
+  uint16_t y;              /* Coll: channels | warps << 8; else 0 */
   int32_t start_tid;
-  uint32_t x;              /* datatype id (CollApi, P2pApi, P2p), channel (KernelCh) */
+  uint32_t x;              /* datatype id (CollApi, P2pApi, P2p, Coll), channel (KernelCh) */
   uint64_t start_ns, stop_ns;
   uint64_t parent_obj, event_addr;
   union {                  /* details by type (16 bytes) */
@@ -103,9 +111,25 @@ typedef struct cp_erec {
     struct { int32_t step; } proxy_step;
     struct { uint64_t gpu_start, gpu_stop; } kernel_ch;
     struct { int64_t id; } net_plugin;
+    struct { uint64_t seq_ap, count_root; } coll;   /* cp_erec_coll_pack */
   } d;
 } cp_erec;
 _Static_assert(sizeof(cp_erec) == 64, "a compact event record is two ring units");
+
+/* A Coll's details packed into a compact record's d, x and y: 1, or 0
+ * (nothing written) where one does not fit, and the event takes a full
+ * record.  Inline: the application thread's, at every recorded Coll. */
+static inline int cp_erec_coll_pack(cp_erec *e, uint64_t seq, uint64_t count, int32_t root, uint32_t dt,
+                                    uint32_t algo, uint32_t proto, uint8_t channels, uint8_t nwarps) {
+  const uint64_t big = (seq | count) >> 48;
+  const uint32_t r1 = (uint32_t)root + 1u;   /* -1..65534 -> 0..65535 */
+  if (__builtin_expect(big != 0 || r1 > 0xFFFFu || ((algo | proto) >> 8) != 0, 0)) return 0;
+  e->d.coll.seq_ap = seq | (uint64_t)algo << 48 | (uint64_t)proto << 56;
+  e->d.coll.count_root = count | (uint64_t)r1 << 48;
+  e->x = dt;
+  e->y = (uint16_t)(channels | nwarps << 8);
+  return 1;
+}
 
 /* Expand a compact event record (writer side); stop_tid: the ring's owner. */
 void cp_erec_expand(const cp_erec *e, int32_t stop_tid, cp_rec *r);

@@ -90,6 +90,16 @@ void cp_erec_details(const cp_erec *e, uint32_t type, cp_rec *r) {
   case ncclProfileNetPlugin:
     r->d.net_plugin.id = e->d.net_plugin.id;
     break;
+  case ncclProfileColl:   /* trace.h, cp_erec_coll_pack */
+    r->d.coll.seq = e->d.coll.seq_ap & 0xFFFFFFFFFFFFull;
+    r->d.coll.algo = (uint32_t)(e->d.coll.seq_ap >> 48) & 0xFFu;
+    r->d.coll.proto = (uint32_t)(e->d.coll.seq_ap >> 56);
+    r->d.coll.count = e->d.coll.count_root & 0xFFFFFFFFFFFFull;
+    r->d.coll.root = (int32_t)(e->d.coll.count_root >> 48) - 1;
+    r->d.coll.datatype = e->x;
+    r->d.coll.channels = (uint8_t)e->y;
+    r->d.coll.nwarps = (uint8_t)(e->y >> 8);
+    break;
   default:
     break;
   }

@@ -593,7 +593,7 @@ static int sc_fields(const char *expf) {
   if (ncclProfiler_v5.init(&ctx, 91, &mask, "fieldcomm", 1, 2, 1, NULL) != 0) return 2;
   const int pid = (int)getpid(), tid_a = (int)syscall(SYS_gettid);
   char *stream = (char *)0x1234560;
-  ncclProfilerEventDescr_v5_t d[13];
+  ncclProfilerEventDescr_v5_t d[15];
   memset(d, 0, sizeof d);
   d[0].type = ncclProfileGroupApi; d[0].groupApi.groupDepth = 2; d[0].groupApi.graphCaptured = 1;
   void *ga = fld_start(ctx, &d[0], 0);
@@ -636,6 +636,19 @@ static int sc_fields(const char *expf) {
   d[12].proxyOp.pid = pid + 100000; d[12].proxyOp.channelId = 1; d[12].proxyOp.peer = 1;
   d[12].proxyOp.nSteps = 2; d[12].proxyOp.chunkSize = 4096; d[12].proxyOp.isSend = 1;
   fld_start(ctx, &d[12], 0);
+  /* Two more Colls, for the compact record's packing (trace.h,
+   * cp_erec_coll_pack): every field at the edge of what it holds (root -1,
+   * seq and count 2^48 - 1), and one that does not fit (full record). */
+  d[13].type = ncclProfileColl; d[13].parentObj = ca; d[13].rank = 1; d[13].coll.func = "AllGather";
+  d[13].coll.seqNumber = (1ull << 48) - 1; d[13].coll.count = (1ull << 48) - 1; d[13].coll.datatype = "ncclInt64";
+  d[13].coll.root = -1; d[13].coll.algo = "NVLS_TREE"; d[13].coll.proto = "SIMPLE"; d[13].coll.nChannels = 255;
+  d[13].coll.nWarps = 255;
+  fld_start(ctx, &d[13], 1);   /* stopped on another thread: its stop tid the ring owner's */
+  d[14].type = ncclProfileColl; d[14].parentObj = ca; d[14].rank = 1; d[14].coll.func = "AllGather";
+  d[14].coll.seqNumber = 1ull << 49; d[14].coll.count = (1ull << 50) + 5; d[14].coll.datatype = "ncclInt64";
+  d[14].coll.root = 70000; d[14].coll.algo = "RING"; d[14].coll.proto = "LL128"; d[14].coll.nChannels = 32;
+  d[14].coll.nWarps = 16;
+  fld_start(ctx, &d[14], 0);
   pthread_t th;
   if (pthread_create(&th, NULL, fld_stopper, NULL) != 0) return 3;
   pthread_join(th, NULL);
