@@ -7,9 +7,9 @@
  * trace writer copies it instead of escaping it on every line.  Lookup by content: an
  * open-addressing hash table under a mutex, only on a per-thread cache miss.
  * The per-thread cache is keyed by NCCL's pointer and a hit is confirmed
- * with strcmp against the interned text: a pointer that was freed and reused
- * for another string (the replay tool, communicator names) cannot return a
- * stale id.
+ * against the text, kept in the entry when short (tls.h, cp_scache_ent),
+ * else the interned copy: a pointer that was freed and reused for another
+ * string (the replay tool, communicator names) cannot return a stale id.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -119,14 +119,23 @@ uint32_t cp_str_intern(const char *s) {
   cp_thr *t = cp_thr_get();
   uintptr_t p = (uintptr_t)s;
   cp_scache_ent *e = &t->scache[((p >> 3) ^ (p >> 11)) & (CP_SCACHE - 1)];
-  if (e->p == s && e->id && strcmp(e->str, s) == 0) return e->id;
+  if (cp_scache_hit(e, s)) return e->id;
   size_t n = strnlen(s, STR_MAXLEN);
   const uint64_t o = cp_oneoff_begin();   /* oneoff.h: rare (a new string, or a cache miss) */
   pthread_mutex_lock(&str_mu);
   uint32_t id = intern_locked(s, n);
   pthread_mutex_unlock(&str_mu);
   cp_oneoff_end(o);
-  if (id) { e->p = s; e->str = cp_str_get(id); e->id = id; }
+  if (id) {
+    const char *copy = cp_str_get(id);
+    const size_t len = strlen(copy);
+    memset(&e->u, 0, sizeof e->u);
+    if (len < sizeof e->u.head) memcpy(e->u.head, copy, len + 1);
+    else e->u.str = copy;
+    e->len = (uint32_t)len;
+    e->p = s;
+    e->id = id;
+  }
   return id;
 }
 

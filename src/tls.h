@@ -63,7 +63,18 @@ typedef struct cp_cmemo_ent {
 _Static_assert(sizeof(cp_cmemo_ent) == 64, "cp_cmemo_ent: one cache line");
 
 typedef struct cp_pcache_ent { uint64_t key1; uint32_t id; uint32_t pad; } cp_pcache_ent;
-typedef struct cp_scache_ent { const char *p; const char *str; uint32_t id; uint32_t pad; } cp_scache_ent;
+/* A string-cache entry (strtab.h): NCCL's pointer, its id, and the text
+ * the pointer had: in the entry itself when shorter than 16 bytes (every
+ * name NCCL 2.28 passes: func, datatype, algo, proto), so that a hit reads
+ * no line but this one and NCCL's string; else the interned copy's
+ * address. */
+typedef struct cp_scache_ent {
+  const char *p;
+  union { char head[16]; const char *str; } u;
+  uint32_t id;
+  uint32_t len;                 /* strlen of the text */
+} cp_scache_ent;
+_Static_assert(sizeof(cp_scache_ent) == 32, "cp_scache_ent: two a cache line");
 
 typedef struct cp_thr {
   /* line 0: what every callback reads, the counter each counted start

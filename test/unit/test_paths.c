@@ -216,9 +216,49 @@ static void test_no_arena(void) {
   ok(before > 0 && after == before, "...and no malloc arena made for that thread (%d before, %d after)", before, after);
 }
 
+/* The per-thread string cache (strtab.h): one buffer, reused for other
+ * texts, must give each text its own id at every length the entry holds
+ * inline (1-15: each of cp_str_same_short's compares) and past it, however
+ * small the change (first byte, a middle one, the last, the length). */
+static void test_string_cache(void) {
+  cp_thr *t = cp_thr_get();
+  static char buf[64];
+  int bad = 0, checks = 0;
+  for (int len = 1; len <= 20; len++) {
+    char want[64];
+    for (int i = 0; i < len; i++) want[i] = (char)('a' + (i * 7 + len) % 26);
+    want[len] = 0;
+    memcpy(buf, want, (size_t)len + 1);
+    const uint32_t id = cp_str_intern_t(t, buf);
+    /* a hit, twice, by both ways in */
+    if (cp_str_intern_t(t, buf) != id || cp_str_intern(buf) != id || strcmp(cp_str_get(id), want) != 0) bad++;
+    checks++;
+    /* change one byte (first, middle, last) or the length: another id */
+    for (int k = 0; k < 4; k++) {
+      memcpy(buf, want, (size_t)len + 1);
+      if (k == 3) { buf[len] = 'z'; buf[len + 1] = 0; }
+      else buf[k == 0 ? 0 : k == 1 ? len / 2 : len - 1] ^= 0x20;
+      const uint32_t o = cp_str_intern_t(t, buf);
+      if (o == id || strcmp(cp_str_get(o), buf) != 0 || cp_str_intern_t(t, buf) != o) bad++;
+      checks++;
+      memcpy(buf, want, (size_t)len + 1);   /* back: the first id again */
+      if (cp_str_intern_t(t, buf) != id) bad++;
+      checks++;
+    }
+    /* shorter, by cutting: a prefix is another text */
+    if (len > 1) {
+      buf[len - 1] = 0;
+      if (cp_str_intern_t(t, buf) == id) bad++;
+      checks++;
+    }
+  }
+  is_u(bad, 0, "string cache: a reused buffer gives each text its id (%d checks, lengths 1-20)", checks);
+}
+
 int main(void) {
   h1_env("4");
   test_no_arena();   /* first: an exited thread's arena would be handed on */
+  test_string_cache();
   test_table();
   test_plugin();
   return done_testing();
