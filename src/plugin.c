@@ -862,9 +862,10 @@ static void release_parent_other(cp_thr *t, cp_pool *pp, uint32_t pslot, uint32_
   cp_pool_post(pp, &m);
 }
 
-/* A Coll's trace details (it always takes a full record: its details do
- * not fit a compact one).  Pool lock held: string lookups hit the
- * per-thread cache; dt is the datatype id already interned. */
+/* A Coll's trace details in a full record: a PXN Coll's, or one whose
+ * details do not pack into a compact one (trace.h, cp_erec_coll_pack).
+ * Pool lock held: string lookups hit the per-thread cache; dt is the
+ * datatype id already interned. */
 static void coll_details(cp_thr *t, cp_rec *r, const ncclProfilerEventDescr_v5_t *d, uint32_t dt) {
   r->d.coll.seq = d->coll.seqNumber;
   r->d.coll.count = d->coll.count;
