@@ -78,6 +78,7 @@
 #include "oneoff.h"
 #include "cost_sample.h"
 #include "counted_memo.h"
+#include "coll_memo.h"
 #include "cuda_uuid.h"
 #include "handle.h"
 #include "host_sample.h"
@@ -939,11 +940,9 @@ static inline __attribute__((always_inline)) int compact_details(cp_thr *t, cp_e
  * PXN, on a real path of a registered communicator.  0 where it has none
  * (a Coll whose details do not fit): the caller writes the full record
  * over it. */
-static inline __attribute__((always_inline)) int start_record_c(cp_thr *t, cp_erec *r,
-                                                                 const ncclProfilerEventDescr_v5_t *d,
-                                                                 uint32_t type, uint32_t path, uint32_t comm,
-                                                                 uint32_t dt, uint64_t now, uint64_t pobj,
-                                                                 uint64_t handle) {
+static inline __attribute__((always_inline)) void erec_head(const cp_thr *t, cp_erec *r, uint32_t type,
+                                                            uint32_t path, uint32_t comm, uint64_t now,
+                                                            uint64_t pobj, uint64_t handle) {
   memset(r, 0, sizeof *r);
   r->kind = CP_REC_EVENT_C;
   r->type_bit = (uint8_t)__builtin_ctz(type);
@@ -953,7 +952,24 @@ static inline __attribute__((always_inline)) int start_record_c(cp_thr *t, cp_er
   r->start_ns = now;
   r->parent_obj = pobj;
   r->event_addr = handle;
+}
+static inline __attribute__((always_inline)) int start_record_c(cp_thr *t, cp_erec *r,
+                                                                 const ncclProfilerEventDescr_v5_t *d,
+                                                                 uint32_t type, uint32_t path, uint32_t comm,
+                                                                 uint32_t dt, uint64_t now, uint64_t pobj,
+                                                                 uint64_t handle) {
+  erec_head(t, r, type, path, comm, now, pobj, handle);
   return compact_details(t, r, d, type, dt);
+}
+/* The same for a Coll whose lookups the memo had (coll_memo.h): its ids
+ * from there, nothing interned. */
+static inline __attribute__((always_inline)) int start_record_cm(const cp_thr *t, cp_erec *r,
+                                                                  const ncclProfilerEventDescr_v5_t *d,
+                                                                  const cp_rmemo_ent *m, uint32_t comm,
+                                                                  uint64_t now, uint64_t pobj, uint64_t handle) {
+  erec_head(t, r, ncclProfileColl, m->path, comm, now, pobj, handle);
+  return cp_erec_coll_pack(r, d->coll.seqNumber, d->coll.count, d->coll.root, m->dt_id, m->algo_id, m->proto_id,
+                           (uint8_t)d->coll.nChannels, (uint8_t)d->coll.nWarps);
 }
 
 /* Trace on: the event record is built in the slot at start (pool lock held)
@@ -1558,12 +1574,26 @@ static inline __attribute__((always_inline)) int start_recorded(cp_thr *t, void 
                                                                 cp_pool *pool, cp_pool *ppool, uint32_t type,
                                                                 uint64_t pobj, uint32_t parent_path, int mypid) {
   CP_PH(CP_PH_S_ENTRY, 1);
-  uint32_t func, dt;
+  uint32_t func, dt, path;
   uint64_t bytes;
-  descr_func(t, d, type, &func, &dt, &bytes);
+  /* a Coll's lookups from the memo (coll_memo.h), else made and remembered */
+  cp_rmemo_ent *rm = type == ncclProfileColl ? cp_rmemo_slot(t, parent_path, d) : NULL;
+  const int memo = rm && LIKELY(cp_rmemo_holds(rm, parent_path, d));
+  if (memo) {
+    func = rm->func_id;
+    dt = rm->dt_id;
+    bytes = rm->bytes;
+  } else {
+    descr_func(t, d, type, &func, &dt, &bytes);
+  }
   const uint32_t hold = (type & (ncclProfileColl | ncclProfileP2p)) && t->sampled ? kc_hold(d, type) : 0;
   CP_PH(CP_PH_S_DESCR, 0);
-  const uint32_t path = cp_path_child_t(t, parent_path, type, func);
+  if (memo) {
+    path = rm->path;
+  } else {
+    path = cp_path_child_t(t, parent_path, type, func);
+    if (rm && path < CP_PATH_PXN) cp_rmemo_fill(t, rm, parent_path, d, path, func, dt, bytes);
+  }
   CP_PH(CP_PH_S_PATH, 0);
   cp_comm *comm = t->last_comm;   /* a recorded event's only: not on line 0 */
   const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
@@ -1601,9 +1631,11 @@ static inline __attribute__((always_inline)) int start_recorded(cp_thr *t, void 
      * values, eight of them on the stack.  Callgrind
      * (test/bench/instr_per_event.sh): about 40 fewer instructions per
      * event with the trace on, 8 more with it off. */
-    if (!LIKELY(path < CP_PATH_PXN && ctxv == comm->ctx_value &&
-                start_record_c(t, &s->erec, d, type, path, pool->comm_index, dt, now, pobj, handle)))
-      start_record(t, s, d, comm, 0, type, path, mypid, func, dt, now, pobj, handle, ctxv);
+    const int compact = memo ? ctxv == comm->ctx_value &&
+                                   start_record_cm(t, &s->erec, d, rm, pool->comm_index, now, pobj, handle)
+                             : path < CP_PATH_PXN && ctxv == comm->ctx_value &&
+                                   start_record_c(t, &s->erec, d, type, path, pool->comm_index, dt, now, pobj, handle);
+    if (!LIKELY(compact)) start_record(t, s, d, comm, 0, type, path, mypid, func, dt, now, pobj, handle, ctxv);
   }
   CP_PH(CP_PH_S_TRACE, 0);
   pool->events++;

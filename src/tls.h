@@ -48,6 +48,20 @@ typedef struct cp_prof_ent {
 _Static_assert(offsetof(cp_prof_ent, min) < 64 && sizeof(cp_prof_ent) == 128,
                "cp_prof_ent: a counted event's fields on the first of two lines");
 
+/* coll_memo.h: a recorded Coll's lookups, on a line of their own */
+#define CP_RMEMO 8
+typedef struct cp_rmemo_ent {
+  _Alignas(64) const char *func;   /* key: NCCL's strings, by address */
+  const char *dt, *algo, *proto;
+  uint64_t count;                  /* key */
+  uint64_t bytes;                  /* count x the datatype's size */
+  uint32_t parent1;                /* key: the parent's path id + 1; 0: empty */
+  uint16_t path;                   /* the Coll's path id (a real one) */
+  uint8_t algo_id, proto_id;       /* interned ids (under 256: what cp_erec_coll_pack holds) */
+  uint32_t func_id, dt_id;         /* interned ids */
+} cp_rmemo_ent;
+_Static_assert(sizeof(cp_rmemo_ent) == 64, "cp_rmemo_ent: one cache line");
+
 /* counted_memo.h: one counted start's lookup, on a line of its own */
 #define CP_CMEMO_LG 6
 #define CP_CMEMO (1u << CP_CMEMO_LG)
@@ -187,6 +201,7 @@ typedef struct cp_thr {
   cp_cmemo_ent cmemo[CP_CMEMO];
   cp_cmemo_ent lmemo;           /* plugin.c lean_derive: the last lean call's Coll/P2p,
                                    keyed by its CollApi/P2pApi (counted_memo.h) */
+  cp_rmemo_ent rmemo[CP_RMEMO]; /* coll_memo.h */
   /* cost_sample.c: this thread's callbacks timed in cost windows, and
    * their time (single writer, relaxed; written only in windows) */
   uint64_t cost_n, cost_ns;
