@@ -936,10 +936,7 @@ static inline __attribute__((always_inline)) int compact_details(cp_thr *t, cp_e
   return 1;
 }
 
-/* The compact record (trace.h, cp_erec) of an event that may have one: not
- * PXN, on a real path of a registered communicator.  0 where it has none
- * (a Coll whose details do not fit): the caller writes the full record
- * over it. */
+/* A compact record's header (trace.h, cp_erec), the rest zeroed. */
 static inline __attribute__((always_inline)) void erec_head(const cp_thr *t, cp_erec *r, uint32_t type,
                                                             uint32_t path, uint32_t comm, uint64_t now,
                                                             uint64_t pobj, uint64_t handle) {
@@ -953,6 +950,9 @@ static inline __attribute__((always_inline)) void erec_head(const cp_thr *t, cp_
   r->parent_obj = pobj;
   r->event_addr = handle;
 }
+/* The compact record of an event that may have one: not PXN, on a real
+ * path of a registered communicator.  0 where it has none (a Coll whose
+ * details do not fit): the caller writes the full record over it. */
 static inline __attribute__((always_inline)) int start_record_c(cp_thr *t, cp_erec *r,
                                                                  const ncclProfilerEventDescr_v5_t *d,
                                                                  uint32_t type, uint32_t path, uint32_t comm,
