@@ -53,8 +53,7 @@ static inline void cp_rmemo_fill(cp_thr *t, cp_rmemo_ent *e, uint32_t parent, co
                                  uint32_t path, uint32_t func_id, uint32_t dt_id, uint64_t bytes) {
   if (t == &cp_thr_emergency) return;
   const uint32_t algo = cp_str_intern_t(t, d->coll.algo), proto = cp_str_intern_t(t, d->coll.proto);
-  if ((algo | proto) > 0xFFu || path > 0xFFFFu) return;
-  e->parent1 = 0;   /* no half-written key matches meanwhile (one thread's) */
+  if ((algo | proto) > 0xFFu) return;
   e->func = d->coll.func;
   e->dt = d->coll.datatype;
   e->algo = d->coll.algo;
