@@ -7,7 +7,7 @@
  * core) — they all take turns on it in scheduler time slices: NCCL's proxy
  * reads the kernels' KernelCh timestamps milliseconds to hundreds of
  * milliseconds late (seen on H200), so collprof must drop most GPU samples
- * (NCCL's timestamp slots are reused meanwhile: plugin.c) and defer the
+ * (NCCL's timestamp slots are reused meanwhile: parent_link.h) and defer the
  * rest (mask_control.c), and NCCL itself slows down.  The user can only
  * fix that in the launch line.  The affinity is read once at the first
  * init (a system call, never on the event path); the advice is printed once,
@@ -18,7 +18,7 @@
  * KernelCh on every call (COLLPROF_GPU_SAMPLE=1) it makes three callbacks
  * per channel and call, and on 2 H200s it fell more than 32 calls behind
  * the GPU in every run of an 8 B-4 MiB all-reduce sweep (640-2,765 spans
- * dropped per rank: plugin.c, CP_KC_SLOT_TRUST).  NCCL's own speed then
+ * dropped per rank: parent_link.h, CP_KC_SLOT_TRUST).  NCCL's own speed then
  * depends on that thread: from some point of a run on, 256 KiB-2 MiB
  * all-reduces may turn 3-4x slower, in 10 of 45 runs under a do-nothing
  * plugin, 37 of 75 under collprof and 9 of 10 with 100 ns more per KernelCh

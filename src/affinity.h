@@ -10,7 +10,7 @@ void cp_affinity_probe(void);
  * what to change (one "collprof:" line); otherwise nothing. */
 void cp_affinity_gpu_lag(void);
 /* A KernelCh's GPU times were dropped because more than `calls` later
- * KernelCh-on calls had started (NCCL's proxy fell behind: plugin.c,
+ * KernelCh-on calls had started (NCCL's proxy fell behind: parent_link.h,
  * CP_KC_SLOT_TRUST): on a single CPU as above; with KernelCh on every
  * call, say once what that state costs NCCL and what avoids it; otherwise
  * nothing. */

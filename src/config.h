@@ -33,7 +33,7 @@ typedef struct cp_config {
                                per thread, count every call (0: only the calls
                                GPU sampling or a new path asks for; default 1:
                                every call; CP_HOST_SAMPLE_AUTO: N from the call
-                               rate, host_sample.h): plugin.c, "Host sampling" */
+                               rate, host_sample.h): call_modes.h, "Host sampling" */
   uint64_t sample_seed;     /* COLLPROF_SAMPLE_SEED: the sampling draws' seed
                                (tls.h, cp_thr_seed) when sample_seed_set */
   int sample_seed_set;

@@ -2,7 +2,7 @@
  * cost_sample.c — collprof's own cost on the threads NCCL calls it on,
  * measured in the application by sampling in time (cost_sample.h).
  *
- * Why: the per-event cost plugin.c measures at start-up (selfcost.c) is a
+ * Why: the per-event cost selfcost.c measures at start-up (selfcost.c) is a
  * hot loop's.  In a job NCCL's own work between two callbacks evicts
  * collprof's lines, and on H200 hosts a callback on the application
  * thread took 3-5x its hot-loop time (phase_timing.h); host sampling's

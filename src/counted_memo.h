@@ -2,7 +2,7 @@
  * counted_memo.h — what a counted event's start looked up, remembered per
  * thread, so that the next call's identical event finds it in one line.
  *
- * Under host sampling most API calls are only counted (plugin.c, "Host
+ * Under host sampling most API calls are only counted (call_modes.h, "Host
  * sampling"): each of their events adds one to its path's calls (bytes
  * for a Coll/P2p) and gets a handle that names the path.  Finding that
  * path costs the most of such a start: the func and datatype strings
@@ -21,7 +21,7 @@
  * gives, since every input of that lookup is in the key, with one
  * assumption: NCCL's func and datatype strings are compared by address,
  * not content.  NCCL passes pointers to its own constant strings, as
- * plugin.c's api_bytes already relies on; a string at a reused address
+ * event_start.c's api_bytes already relies on; a string at a reused address
  * with other text could only come from a library unloaded and another
  * loaded at its place while the thread keeps running.
  *

@@ -1,5 +1,5 @@
 /*
- * host_sample.h — the arithmetic of host sampling (plugin.c, "Host
+ * host_sample.h — the arithmetic of host sampling (call_modes.h, "Host
  * sampling"): how many API calls share one timed call when the rate is
  * chosen from the calls themselves (COLLPROF_HOST_SAMPLE=auto), and the
  * estimate of a path's time from its timed events.  Pure functions, so

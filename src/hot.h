@@ -34,7 +34,7 @@ typedef struct cp_hot_words {
                                     read at every start */
   atomic_int lean_live;          /* mask_control.c: lean calls are on and the mask
                                     not frozen: a counted call that is not lean
-                                    carries CP_CLS_BIT (plugin.c, hs_decide) */
+                                    carries CP_CLS_BIT (call_modes.h, hs_decide) */
   atomic_int fini_any;           /* plugin.c: some communicator was finalized; until
                                     then the fast paths need not read their pool's
                                     own flag (a line a counted stop or state

@@ -34,7 +34,7 @@
  * KernelCh from another thread, and those of pools under
  * CP_KC_SPAN_MIN_SLOTS slots.  Once a pool has seen one, its Coll/P2p hold
  * nothing and the proxy thread gathers their spans itself, posting nothing
- * (plugin.c, kc_span): what this batch still cost the application thread
+ * (parent_link.c, kc_span): what this batch still cost the application thread
  * (holds, blacklist entries, the post applied) was most of every event's
  * excess over the do-nothing plugin on 2 H200s.
  */

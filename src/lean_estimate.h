@@ -4,7 +4,7 @@
  *
  * A lean call (mask_control.c, "Lean calls") has NCCL send its API events
  * alone: its Coll/P2p is still counted exactly, from its CollApi/P2pApi
- * (plugin.c, lean_derive), but its ProxyOp, ProxyStep and NetPlugin never
+ * (event_start.c, lean_derive), but its ProxyOp, ProxyStep and NetPlugin never
  * come.  Their counts are estimated at snapshot time (snapshot.c) from the
  * calls that were not lean: those host sampling timed, those GPU sampling
  * ran with KernelCh, and the few counted with NCCL's full mask.
@@ -24,7 +24,7 @@
  * events carry the class -- a recorded call's (the slot takes it from the
  * Coll/P2p down: pool.h, acls), or a call counted while lean calls are on
  * (a block's first call, one the launch timer wants: its handles carry it,
- * CP_CLS_BIT in plugin.c).  The proxy path's table counts per class its
+ * CP_CLS_BIT in call_modes.h).  The proxy path's table counts per class its
  * events of those calls.  A class's events per call seen, times its lean
  * calls, are its hidden events; a class with lean calls but none seen
  * borrows its rate as a GPU-time class without samples borrows its mean

@@ -149,7 +149,7 @@ static void path_records(sbuf *b, const collprof_snapshot *s, const int64_t *gid
     if (p->gpu_borrowed_calls)   /* of gpu_est_calls: given other size classes' mean */
       sb_printf(b, ",\"gpu_borrowed_calls\":%llu", (unsigned long long)p->gpu_borrowed_calls);
     if (p->gpu_classes) gpu_sizes(b, p);
-    if (p->untimed_calls)   /* host sampling (plugin.c): times are estimates */
+    if (p->untimed_calls)   /* host sampling (call_modes.h): times are estimates */
       sb_printf(b, ",\"untimed_calls\":%llu", (unsigned long long)p->untimed_calls);
     if (p->unseen_calls)   /* lean calls (snapshot.c, scale_unseen): calls are estimates */
       sb_printf(b, ",\"unseen_calls\":%llu", (unsigned long long)p->unseen_calls);

@@ -118,7 +118,7 @@
  *     nChannels; cp_mask_kc_done at each of their KernelCh stops); if none
  *     stops for 100 ms the expectation is dropped (a new epoch, counted), so
  *     a lost event cannot stop sampling.  N = 1 has every call sampled and no
- *     such guard: plugin.c then discards spans whose slot may have been
+ *     such guard: parent_link.h then discards spans whose slot may have been
  *     reused (gpuSamplesDropped).
  *
  * Start delay (COLLPROF_GPU_SAMPLE_DELAY_MS = D, default 100; 0 = none):
@@ -164,10 +164,10 @@
  * COLLPROF_GPU_SAMPLE_DELAY_MS keeps the delay whatever the communicators.
  *
  * Lean calls (COLLPROF_LEAN=1): a call that host sampling only counts
- * (plugin.c, "Host sampling") and that runs without KernelCh needs no
+ * (call_modes.h, "Host sampling") and that runs without KernelCh needs no
  * event below its CollApi/P2pApi: each Coll/P2p is one per CollApi/P2pApi,
  * of the same func and bytes (every capture in shared/fixtures), so
- * plugin.c counts it from its API event.  Yet NCCL still calls the plugin
+ * event_start.c counts it from its API event.  Yet NCCL still calls the plugin
  * for the Group, Coll, KernelLaunch and proxy events of such a call, and
  * counting those cost collprof more than 2 points of a 10 us all-reduce
  * on 4 H200s (test/gpu/ab.sh: mask 4031 counted at 1.0268 of paused, the
@@ -207,7 +207,7 @@
  * unnoticed.  So while KernelCh may ever be switched on (N >= 1), the
  * mask off is GroupApi alone: NCCL sends one GroupApi (start, two states,
  * stop) per API call, nothing else (ABI doc: no child type needs it), and
- * plugin.c only hands it to the freeze rules, records nothing and counts
+ * event_start.c only hands it to the freeze rules, records nothing and counts
  * nothing (cp_hot.off).  With N = 0 the mask off is 0.  Recording off is
  * also decided at each GroupApi, so a call whose mask was read just before
  * the switch is either wholly recorded or wholly ignored.  Frozen with

@@ -13,7 +13,7 @@
  *     application's pause (collprof_pause/collprof_resume): outside a window
  *     or paused, NCCL is asked for GroupApi alone (0 when KernelCh is never
  *     sampled) and nothing is recorded; a timer thread flips the periods.
- * plugin.c calls the hooks below; they are O(1) and lock-free.
+ * the callbacks (event_start.c, event_stop.c) call the hooks below; they are O(1) and lock-free.
  */
 #ifndef COLLPROF_MASK_CONTROL_H
 #define COLLPROF_MASK_CONTROL_H
@@ -40,7 +40,7 @@ void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes);
  * first one's freezes the mask (cp_mask_on_graph_capture). */
 void cp_mask_on_group_start(int tid);
 /* lean_ok: the stopping thread's next call will be only counted, neither
- * host-timed nor launch-timed (plugin.c, lean_next_ok), so that call may
+ * host-timed nor launch-timed (call_modes.h, lean_next_ok), so that call may
  * be lean (mask_control.c, "Lean calls") unless KernelCh is wanted. */
 void cp_mask_on_group_stop(int lean_ok);
 /* Before the first attach, from the v4 init: no GroupApi events will come,
@@ -70,7 +70,7 @@ uint32_t cp_mask_kc_expect(uint32_t n);
 void cp_mask_kc_done(uint32_t epoch);
 /* One KernelCh of the sample in flight will never stop: NCCL 2.28's proxy,
  * when it reads a channel's work as ended before it read it as started,
- * stops the channel's previous KernelCh handle again instead (plugin.c
+ * stops the channel's previous KernelCh handle again instead (event_stop.c
  * sees that stop) and the current one is never started or never stopped.
  * With one sample in flight the lost event is that sample's: pay it back
  * now instead of holding sampling back for 100 ms. */

@@ -47,7 +47,7 @@ void cp_output_set_mpi_managed(int on);
 int cp_output_mpi_managed(void);
 
 /* 1 after collprof_shutdown: the plugin's callbacks should ignore and
- * count events from then on (plugin.c may test this). */
+ * count events from then on (the event callbacks test it). */
 int cp_output_is_shut_down(void);
 void cp_output_mark_shut_down(void);
 

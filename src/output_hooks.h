@@ -1,6 +1,6 @@
 /*
- * output_hooks.h — calls between the recording core (plugin.c, snapshot.c)
- * and the output code (output*.c, helper H2).
+ * output_hooks.h — calls between the recording core (plugin.c, event_*.c,
+ * snapshot.c) and the output code (output*.c, helper H2).
  *
  * Implemented by the output code, called by the core.  The core references
  * them weakly: a build without them still loads, and unit tests that link

@@ -1,7 +1,7 @@
 /*
  * plugin.h — the recording core's internal entry points, shared by the NCCL
- * callbacks (plugin.c), the self-cost probe (selfcost.c) and the snapshot
- * (snapshot.c).  The callbacks themselves are in ncclProfiler_v5/_v4.
+ * callbacks (plugin.c, event_*.c), the self-cost probe (selfcost.c) and
+ * the snapshot (snapshot.c).  The callbacks themselves are in ncclProfiler_v5/_v4.
  */
 #ifndef COLLPROF_PLUGIN_H
 #define COLLPROF_PLUGIN_H
@@ -15,6 +15,12 @@ ncclResult_t cp_core_start(void *context, void **eHandle,
                            const ncclProfilerEventDescr_v5_t *d, int v4);
 ncclResult_t cp_core_stop(void *eHandle);
 ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventStateArgs_v5_t *a);
+/* NCCL's stopEvent and recordEventState as the exported structs name them
+ * (event_stop.c, event_state.c): the counted events' short ways, the
+ * deferred proxy callbacks (proxy_defer.h), then the core. */
+ncclResult_t cp_api_stop(void *eHandle);
+ncclResult_t cp_v5_state(void *eHandle, ncclProfilerEventState_v5_t st, ncclProfilerEventStateArgs_v5_t *a);
+ncclResult_t cp_v4_state(void *eHandle, ncclProfilerEventState_v4_t st, ncclProfilerEventStateArgs_v4_t *a);
 
 /* Pool of a handle's comm index: 0 detach pool, CP_COMM_SCRATCH the
  * self-cost pool, else the registry's.  NULL if none. */

@@ -257,7 +257,7 @@ void cp_pool_flush_span(cp_slot *s) {
     cp_profile_span(s->path, s->span_max - s->span_min, s->span_first, s->bytes);
   s->span_n = 0;
   s->span_bad = 0;
-  __atomic_store_n(&s->span_first, 0, __ATOMIC_RELAXED);   /* read lock-free (plugin.c, kc_span) */
+  __atomic_store_n(&s->span_first, 0, __ATOMIC_RELAXED);   /* read lock-free (parent_link.c, kc_span) */
 }
 
 void cp_pool_prepare(cp_pool *p) {

@@ -34,7 +34,7 @@
  * the tail), bounded by COLLPROF_BLACKLIST_CAP; over the cap the least
  * recently named stopped parent is evicted (one warning, counted), which
  * only means its late children's GPU span and child time may be dropped.
- * Only a KernelCh names a parent that already stopped (plugin.c,
+ * Only a KernelCh names a parent that already stopped (parent_link.h,
  * link_parent): its self time is settled, so a ProxyOp starting after its
  * Coll stopped has nothing to give it and takes no reference.
  *
@@ -108,7 +108,7 @@ typedef struct cp_slot {
                             leave it stale (lean_estimate.h) */
   uint8_t kc_n;          /* Coll/P2p of a KernelCh-on call whose KernelCh come from
                             another thread (kc_remote): its channels, for the proxy
-                            thread's span (plugin.c, kc_span); 0 otherwise */
+                            thread's span (parent_link.c, kc_span); 0 otherwise */
   union {                /* trace record, built at start when the trace is on */
     cp_rec rec;          /* full form (Coll, PXN) */
     cp_erec erec;        /* compact form (the rest): rec.kind tells which */
@@ -228,7 +228,7 @@ typedef struct cp_pool {
  * KernelCh stops, the store at every start cost the application thread's
  * recorded Coll start 60-70 ns on an H200 host (session 60, the
  * phase-timing build's "slot" part: 116-165 ns, 67-90 publishing one in
- * 8).  The readers allow for the lag (plugin.c, kc_untrusted). */
+ * 8).  The readers allow for the lag (parent_link.h, kc_untrusted). */
 #define CP_KC_OPS_BATCH 8u
 _Static_assert((CP_KC_OPS_BATCH & (CP_KC_OPS_BATCH - 1)) == 0, "CP_KC_OPS_BATCH: a power of two (start_gpu_fields masks by it)");
 _Static_assert(offsetof(cp_pool, in_lock) == 64 && offsetof(cp_pool, owner) == 128 &&
@@ -321,7 +321,7 @@ void cp_pool_unref_n(cp_pool *p, cp_slot *s, uint32_t idx, uint32_t n);
  * child reference (cp_pool_hold_take: O(1), no list work), dropped at its
  * stop as usual; when the count reaches 0 the slot is free and its span is
  * accounted lazily (reuse, snapshot, finalize).  (Once a pool has seen a
- * KernelCh from another thread its Coll/P2p take no holds: plugin.c,
+ * KernelCh from another thread its Coll/P2p take no holds: parent_link.c,
  * kc_span.)  Children beyond n take
  * ordinary references.  A hold that is never taken (fewer KernelCh than
  * nChannels) ends with eviction (LRU, counted, one warning: bounds memory)
@@ -375,7 +375,7 @@ static inline cp_slot *cp_pool_slot(cp_pool *p, uint32_t idx) {
 /* The slot's first line only: in a real job each line a start touches is
  * a cache miss (pool header comment), and most events never use the
  * second.  Its fields are set by those that do, at their start: a
- * Coll/P2p's kc_seq, kc_epoch, span_first and span_bad (plugin.c,
+ * Coll/P2p's kc_seq, kc_epoch, span_first and span_bad (parent_link.c,
  * start_gpu_fields), a KernelCh's gpu_start and kc_epoch, a PXN event's
  * origin_pid (read only where is_pxn says it was set).  span_n, on the
  * first line, is 0 at hand-out (cp_pool_alloc) and span_min/max are set

@@ -80,7 +80,7 @@ static inline void cp_profile_acls_t(cp_thr *t, uint32_t path, unsigned k) {
   cp_gcls *g = cp_prof_cls(e);
   if (g) cp_inc(&g->c[k].calls, 1);
 }
-/* One event counted without a time (host sampling, plugin.c): its call,
+/* One event counted without a time (host sampling, call_modes.h): its call,
  * bytes and size class, no duration, into entry e (_e) or path's (_t).
  * Returns 1 when this thread had no timed event on the path yet. */
 static inline __attribute__((always_inline)) int cp_profile_count_e(cp_prof_ent *e, uint64_t bytes) {

@@ -407,7 +407,7 @@ ncclResult_t cp_defer_start(void *context, void **eHandle, const ncclProfilerEve
   q->gen[id] = g;
   q->live[id] = 1;
   /* A KernelCh's stop trusts its GPU span only if few KernelCh-on calls
-   * started on its parent's pool meanwhile (plugin.c, CP_KC_SLOT_TRUST):
+   * started on its parent's pool meanwhile (parent_link.h, CP_KC_SLOT_TRUST):
    * counted at the stop as NCCL makes it, not when it is applied. */
   struct cp_pool *kp = NULL;
   if (d->type == ncclProfileKernelCh && d->parentObj) {

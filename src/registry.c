@@ -63,7 +63,7 @@ cp_comm *cp_registry_add(uint64_t comm_id, const char *comm_name, int nnodes, in
   cp_pool_prepare(c->lanes[0]);   /* not yet reachable: NCCL has no context for it */
   cp_pool_prepare_inbox(c->lanes[0]);   /* the proxy thread's posts (pool_owner.h) */
   /* ...and the second lane, with its first chunk: the second thread that
-   * records (NCCL's proxy thread) takes it (plugin.c lane_of) instead of
+   * records (NCCL's proxy thread) takes it (plugin.c cp_lane_of) instead of
    * making it in its first callback (0.2-0.3 ms on the CPU); none: made
    * on first use as the others */
   _Static_assert(CP_LANES >= 2, "a second lane to make ahead");

@@ -67,7 +67,7 @@ static void scan_slot(const cp_slot *s, void *arg) {
 
 /* A path's GPU estimate from its size classes (g: NULL if it has none),
  * which the path keeps (gpu_classes) when it is a sampled Coll/P2p. */
-/* Host sampling (plugin.c): a path with untimed calls gets the estimate of
+/* Host sampling (call_modes.h): a path with untimed calls gets the estimate of
  * all its calls' time, the timed events' weighted mean times the calls
  * (host_sample.h); none timed (possible only for a path first seen in the
  * last calls of the run): 0. */
@@ -79,7 +79,7 @@ static void scale_untimed(collprof_path_stat *p) {
 }
 
 /* Lean calls (mask_control.c, "Lean calls"): NCCL sent only the API
- * events of such a call, and plugin.c counted its Coll/P2p from them
+ * events of such a call, and event_start.c counted its Coll/P2p from them
  * (cp_gcls_ent lean), so calls stay exact down to Coll/P2p.  The types
  * below are seen only in the calls that were not lean, and their counts
  * are estimated from those.  ProxyOp, ProxyStep and NetPlugin under a

@@ -115,7 +115,7 @@ cp_thr *cp_thr_slow(void) {
   t->hs_force_pe = NULL;
   t->hs_predecided = 0;
   t->hs_n = 0;
-  t->hs_rand = 0;   /* seeded at the first draw (plugin.c hs_rand) */
+  t->hs_rand = 0;   /* seeded at the first draw (call_modes.h hs_rand) */
   t->seed = 0;
   cp_tls_thr = t;
   if (t != &cp_thr_emergency) pthread_setspecific(thr_key, t);

@@ -15,7 +15,7 @@
  */
 #ifndef COLLPROF_TLS_H
 #define COLLPROF_TLS_H
-#define CP_KC_SPANS 4   /* plugin.c kc_span: parents gathered at once per thread */
+#define CP_KC_SPANS 4   /* parent_link.c kc_span: parents gathered at once per thread */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -94,7 +94,7 @@ typedef struct cp_thr {
   /* line 0: what every callback reads, the counter each counted start
    * writes, and the first profile chunk, which a counted state reads (a
    * callback finds its lines cold: pool.h says why that counts).
-   * last context / pool index this thread decoded (plugin.c): entries and
+   * last context / pool index this thread decoded (callback_core.h): entries and
    * pools are never freed, so the pointers stay valid */
   uint64_t last_ctx;
   struct cp_pool *last_lpool;   /* this thread's pool (lane) of last_comm */
@@ -104,11 +104,11 @@ typedef struct cp_thr {
   int8_t sampled;               /* cp_mask_kernelch_on() at the last GroupApi start */
   int8_t hs_wlg;                /* host sampling, auto: log2 of the weight of this
                                    thread's timed call (host_sample.h), else 0 */
-  int8_t hs_mode;               /* plugin.c, host sampling: this thread's API call is
+  int8_t hs_mode;               /* call_modes.h, host sampling: this thread's API call is
                                    timed (0, also where no GroupApi ever starts),
                                    recorded untimed (1) or counted only (2) */
   int8_t hs_force;              /* API calls still to time for hs_force_pe, and
-                                   whether hs_ask holds a path (plugin.c, hs_ask) */
+                                   whether hs_ask holds a path (call_modes.h, hs_ask) */
   uint32_t lt_cur;              /* launch_timer.h: the open timed launch's slot + 1, 0 = none */
   int tid;
   uint32_t last_pidx;
@@ -134,16 +134,16 @@ typedef struct cp_thr {
   uint32_t lt_hold;             /* clean single launches still due before a run is tried again */
   uint32_t lt_big;              /* this call holds an API event of COLLPROF_LAUNCH_MIN_BYTES or more
                                    (or of unknown size): its launch may be timed */
-  /* plugin.c, host sampling: position in the block of N API calls, the
+  /* call_modes.h, host sampling: position in the block of N API calls, the
    * call of the block to time, the generator that draws it */
   uint32_t hs_n, hs_pos, hs_rand;   /* hs_rand 0: not seeded yet (cp_thr_seed) */
   uint64_t seed;                /* cp_thr_seed's value, 0 until first asked */
   const struct cp_prof_ent *hs_force_pe;   /* the path hs_force times calls for */
   const struct cp_prof_ent *hs_ask;        /* a path counted without a time, to serve next */
-  int8_t hs_predecided;         /* plugin.c start_group_api: this GroupApi's call is decided */
+  int8_t hs_predecided;         /* event_start.c start_group_api: this GroupApi's call is decided */
   int8_t lean;                  /* this thread's API call is lean (mask_control.c, "Lean calls") */
   int8_t hs_cls;                /* ...is only counted but not lean while lean calls are on: its
-                                   counted handles carry CP_CLS_BIT (plugin.c) */
+                                   counted handles carry CP_CLS_BIT (call_modes.h) */
   uint64_t lean_calls;          /* ...such calls so far (single writer, relaxed) */
   /* host sampling, auto (host_sample.h): the current block's size and its
    * log2, API calls since the last recorded one, when that one started,
@@ -166,12 +166,12 @@ typedef struct cp_thr {
     uint64_t j, b;              /* the last decision's number and block */
     uint64_t i, pos;            /* its place in the block, the block's sample */
   } gs_one, gs_small, gs_large;
-  /* plugin.c api_bytes: the last API call's datatype string and its size */
+  /* event_start.c api_bytes: the last API call's datatype string and its size */
   const char *api_dt;
   uint32_t api_dt_size;
-  /* Coll/P2p GPU spans dropped by the slot-reuse check (plugin.c) */
+  /* Coll/P2p GPU spans dropped by the slot-reuse check (parent_link.h) */
   uint64_t gpu_dropped;
-  /* plugin.c remote_pool: the other pool a parent handle named last (a
+  /* callback_core.h remote_pool: the other pool a parent handle named last (a
    * KernelCh's Coll in the application thread's lane, for NCCL's proxy
    * thread), and its comm index | lane << CP_COMM_BITS */
   struct cp_pool *rp_pool;
@@ -186,7 +186,7 @@ typedef struct cp_thr {
     uint32_t bad;               /* a span failed the slot-reuse check */
     uint64_t dur, gs, ge;
   } kcb;
-  /* plugin.c kc_span (CP_KC_SPANS parents at once): Coll/P2p spans
+  /* parent_link.c kc_span (CP_KC_SPANS parents at once): Coll/P2p spans
    * gathered from this thread's KernelCh
    * under another thread's parent that holds no hold (kc_n), accounted
    * here when all kc_n channels stopped */
@@ -199,7 +199,7 @@ typedef struct cp_thr {
   cp_pcache_ent pcache[CP_PCACHE];
   cp_scache_ent scache[CP_SCACHE];
   cp_cmemo_ent cmemo[CP_CMEMO];
-  cp_cmemo_ent lmemo;           /* plugin.c lean_derive: the last lean call's Coll/P2p,
+  cp_cmemo_ent lmemo;           /* event_start.c lean_derive: the last lean call's Coll/P2p,
                                    keyed by its CollApi/P2pApi (counted_memo.h) */
   cp_rmemo_ent rmemo[CP_RMEMO]; /* coll_memo.h */
   /* cost_sample.c: this thread's callbacks timed in cost windows, and
@@ -219,7 +219,7 @@ typedef struct cp_tls_hot {
    * the host time the core takes for "now" instead of reading the clock. */
   uint64_t replay_ns;
   /* Non-zero while a recorded KernelCh stop is applied: 1 + its parent
-   * pool's kc_ops when NCCL made the stop (plugin.c, kc_untrusted; the 1
+   * pool's kc_ops when NCCL made the stop (parent_link.h, kc_untrusted; the 1
    * since kc_ops is 0 until its first batch is published). */
   uint64_t replay_kc_ops;
   struct cp_ring *ring;         /* trace_ring.h: this thread's trace ring */
@@ -253,7 +253,7 @@ static inline cp_thr *cp_thr_get(void) {
 
 /* Run as a thread ends, on that thread, before its block goes back to
  * the free list for the next new thread (NULL: nothing to run).  Set once,
- * at the first init (plugin.c: what the thread's kc_span table still holds
+ * at the first init (parent_link.c: what the thread's kc_span table still holds
  * is accounted, not lost, and not handed on to the next thread). */
 extern void (*cp_thr_exit_hook)(cp_thr *t);
 
@@ -264,7 +264,7 @@ void *cp_calloc_lines(size_t size);
 /* Head of the list of every block (acquire load; follow ->next). */
 cp_thr *cp_thr_all(void);
 
-/* The seed of this thread's sampling draws (plugin.c's host-sampling
+/* The seed of this thread's sampling draws (call_modes.h's host-sampling
  * positions, mask_control.c's spaced GPU samples), never 0, fixed at the
  * thread's first draw.  By default from the thread id (unique on a host,
  * read without a system call), so that threads and ranks draw differently.  With COLLPROF_SAMPLE_SEED=S, from S and the

@@ -1,6 +1,6 @@
 /*
  * trace_ring.h — the producer side of the per-thread trace rings, inlined
- * into the callbacks (plugin.c); the consumer side, ring creation and the
+ * into the callbacks (event_*.c); the consumer side, ring creation and the
  * writer thread are in trace_writer.c, which owns everything declared here.
  *
  * A ring is an array of 32-byte units with one producer (its thread) and

@@ -1,5 +1,5 @@
 #!/bin/bash
-# host_sample.t — host sampling (COLLPROF_HOST_SAMPLE=N, src/plugin.c "Host
+# host_sample.t — host sampling (COLLPROF_HOST_SAMPLE=N, src/call_modes.h "Host
 # sampling") on CPU: real captures replayed through libcollprof.so with the
 # default mask (GPU sampling by the replay's live-mask emulation) once with
 # every call timed and once with N = 4, 16, 0 and auto (as N = 1 with

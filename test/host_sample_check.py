@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""host_sample_check.py — host sampling (COLLPROF_HOST_SAMPLE, src/plugin.c)
+"""host_sample_check.py — host sampling (COLLPROF_HOST_SAMPLE, src/call_modes.h)
 against the same replay with every call timed.
 
   host_sample_check.py REF_DIR SAMPLED_DIR N     rank files (*.jsonl) of each

@@ -62,23 +62,22 @@ patch_for() {   # the python patch of variant $1 (run in the copy's root)
   case $1 in
     head) echo "pass" ;;
     no-clock) cat <<'PY'
-p = 'src/plugin.c'; s = open(p).read()
 a = '''  const int trace = atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = ev_now();
   CP_PH(CP_PH_S_CLOCK, 0);'''
 b = '''  const int trace = !scratch && atomic_load_explicit(&cp_hot.trace_on, memory_order_relaxed);
   const uint64_t now = ev_now();
   if (!scratch) CP_PH(CP_PH_T_CLOCK, 0);'''
-assert a in s and b in s
-s = s.replace(a, a.replace('const uint64_t now = ev_now();',
-                           'static __thread uint64_t fake_a; const uint64_t now = (fake_a += 100);'))
-s = s.replace(b, b.replace('const uint64_t now = ev_now();',
-                           'static __thread uint64_t fake_b; const uint64_t now = (fake_b += 100);'))
-open(p, 'w').write(s)
+for p, x, name in (('src/event_start.c', a, 'fake_a'), ('src/event_stop.c', b, 'fake_b')):
+    s = open(p).read()
+    assert x in s
+    s = s.replace(x, x.replace('const uint64_t now = ev_now();',
+                               'static __thread uint64_t %s; const uint64_t now = (%s += 100);' % (name, name)))
+    open(p, 'w').write(s)
 PY
     ;;
     no-states) cat <<'PY'
-p = 'src/plugin.c'; s = open(p).read()
+p = 'src/event_state.c'; s = open(p).read()
 a = '''ncclResult_t cp_core_state(void *eHandle, int eState, const ncclProfilerEventStateArgs_v5_t *a) {
 '''
 assert a in s

@@ -343,7 +343,7 @@ int main(int argc, char **argv) {
   cs[nc] = (conf){.name = "collprof, trace off", .env = {"COLLPROF_TRACE=0"}};
   snprintf(cs[nc++].plugin, PATH_MAX, "%s/libcollprof.so", lib);
   /* collprof's default mask (KernelCh on one call in 16), then host
-   * sampling on top of it (src/plugin.c, "Host sampling"): one API call in
+   * sampling on top of it (src/call_modes.h, "Host sampling"): one API call in
    * 16 timed and traced, the others counted */
   cs[nc] = (conf){.name = "default mask, trace on",
                   .env = {"COLLPROF_TRACE=1", "NCCL_PROFILE_EVENT_MASK=4031", "COLLPROF_GPU_SAMPLE=16"}};

@@ -75,7 +75,7 @@ typedef struct thr {
  * own).  A full queue makes the application thread wait (counted).  16
  * calls deep, not more: with KernelCh on NCCL's calls wait for its proxy
  * thread, and collprof takes a KernelCh's span only while fewer than 32
- * later KernelCh-on calls started (plugin.c, CP_KC_SLOT_TRUST).  With 1024
+ * later KernelCh-on calls started (parent_link.h, CP_KC_SLOT_TRUST).  With 1024
  * the application ran far ahead, and 97% of the proxy's KernelCh took the
  * "fell behind" way (span dropped, affinity hook), which runs rarely do. */
 enum { QCAP = 16 };

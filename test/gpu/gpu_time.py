@@ -101,7 +101,7 @@ def main():
         s[1] = max(s[1], d["gpuStop"])
         s[3] += 1
         s[4] = max(s[4], k["stop"]["ts"])    # its latest KernelCh stop (host)
-    # The plugin's slot-reuse rule (src/plugin.c, CP_KC_SLOT_TRUST): a Coll's
+    # The plugin's slot-reuse rule (src/parent_link.h, CP_KC_SLOT_TRUST): a Coll's
     # sample does not count once 32 or more Colls of KernelCh-on calls (here:
     # Colls with a KernelCh record) started on its communicator after it,
     # before one of its KernelCh stopped; NCCL's 64 timestamp slots per

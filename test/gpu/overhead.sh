@@ -46,7 +46,7 @@
 #                     itself, the floor of any profiler that times them
 #   collprof-hs16     collprof defaults with COLLPROF_HOST_SAMPLE=16: one API
 #                     call in 16 timed and traced, the others only counted
-#                     (src/plugin.c, "Host sampling")
+#                     (src/call_modes.h, "Host sampling")
 #   collprof-hs1      collprof defaults with every API call timed and traced
 #                     (COLLPROF_HOST_SAMPLE=1)
 #   collprof-spaced   collprof defaults with COLLPROF_GPU_SAMPLE_US=500: GPU

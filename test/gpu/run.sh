@@ -105,7 +105,7 @@ for np in "${nps[@]}"; do
   fi
   # the defaults (host sampling auto named: test/tap.sh pins 1 for replays)
   COLLPROF_HOST_SAMPLE=auto run "np$np" "$np" --iters 20 --warmup 5
-  # Host sampling (src/plugin.c): one API call in 16 timed and traced, the
+  # Host sampling (src/call_modes.h): one API call in 16 timed and traced, the
   # others only counted; calls and bytes per path must stay exact.
   COLLPROF_HOST_SAMPLE=16 run "hs$np" "$np" --iters 20 --warmup 5
   # Every call timed and traced (the default, auto, src/host_sample.h,

@@ -1,8 +1,8 @@
 /*
  * test_counted_memo.c — counted events through their short ways
- * (src/counted_memo.h, plugin.c: start_counted_child, stop_quiet,
- * state_quiet) give the numbers the full lookup gives, and hand over to
- * the full checks where those matter.
+ * (src/counted_memo.h; event_start.c: start_counted_child; event_stop.c:
+ * stop_quiet; event_state.c: state_quiet) give the numbers the full
+ * lookup gives, and hand over to the full checks where those matter.
  *
  * Every call is only counted here (COLLPROF_HOST_SAMPLE=0; but a path's
  * first count has calls timed until one times it: in a loop of two kinds
@@ -36,7 +36,7 @@ static void check(const char *what, const want *w, size_t n) {
   for (size_t i = 0; i < n; i++) {
     const collprof_path_stat *p = h1_find(&s, w[i].path);
     if (!ok(p != NULL, "%s: %s", what, w[i].path)) continue;
-    /* a path's first call gets the next call timed (plugin.c): a few */
+    /* a path's first call gets the next call timed (call_modes.h): a few */
     ok(p->calls == w[i].calls && p->states == w[i].states && p->bytes == w[i].bytes &&
            p->untimed_calls + 8 >= p->calls,
        "%s: %s: %llu calls, %llu states, %llu bytes, nearly all counted (want %llu, %llu, %llu)", what, w[i].path,
@@ -142,7 +142,7 @@ int main(void) {
   free(copy);
 
   /* two kinds of call in turn from their very first call: each path's
-   * first count asks for calls to be timed until one times it (plugin.c,
+   * first count asks for calls to be timed until one times it (call_modes.h,
    * hs_ask); forcing only the next call timed the other kind at every
    * turn, half the calls, while the asking path got no time at all */
   const uint64_t timed0 = timed_calls("GroupApi");

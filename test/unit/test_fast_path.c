@@ -1,5 +1,5 @@
 /*
- * test_fast_path.c — the callbacks' common-case paths (plugin.c: start_fast,
+ * test_fast_path.c — the callbacks' common-case paths (event_start.c: start_fast,
  * and the fast entries of stop and state) against the general ones.
  *
  * The same event sequence is run once on one communicator (after the first

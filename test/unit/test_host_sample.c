@@ -1,6 +1,6 @@
 /*
  * test_host_sample.c — host sampling's arithmetic (src/host_sample.h) and
- * COLLPROF_HOST_SAMPLE=auto through the plugin (src/plugin.c, "Host
+ * COLLPROF_HOST_SAMPLE=auto through the plugin (src/call_modes.h, "Host
  * sampling").
  *
  * First the pure functions: the block size chosen from a gap, the running

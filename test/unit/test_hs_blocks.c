@@ -1,6 +1,6 @@
 /*
  * test_hs_blocks.c — one host-sampling decision per API call, whichever
- * way its GroupApi start goes (src/plugin.c: start_group_api decides and
+ * way its GroupApi start goes (src/event_start.c: start_group_api decides and
  * counts a counted call from the memo; any other call it hands on to
  * start_fast, marked decided, which must not decide again).
  *

@@ -2,7 +2,7 @@
  * test_kc_batch.c — KernelCh recorded on a proxy thread under the
  * application thread's Coll.  Until the pool has seen a KernelCh from
  * another thread its sampled Coll holds its channels (src/kc_batch.h):
- * their stops reach the Coll's pool as one post.  From then on (plugin.c,
+ * their stops reach the Coll's pool as one post.  From then on (parent_link.c,
  * kc_span) a sampled Coll holds nothing and the proxy thread gathers its
  * span itself: no post at all, whatever order the channels come in.
  * Either way the Coll ends with exactly one GPU span of latest stop -

@@ -4,7 +4,7 @@
  *
  * A KernelCh whose stop comes after 32 or more later KernelCh-on calls
  * started (sometimes from 25: below) has its GPU times dropped (NCCL's timestamp slot may have been
- * rewritten: plugin.c, CP_KC_SLOT_TRUST).  With COLLPROF_GPU_SAMPLE=1 on
+ * rewritten: parent_link.h, CP_KC_SLOT_TRUST).  With COLLPROF_GPU_SAMPLE=1 on
  * 2 H200s that happened in every run, and NCCL's own speed depends on its
  * proxy thread then, so the first such drop prints one line saying so and
  * what avoids it; later drops are only counted.  A process bound to one CPU gets the affinity

@@ -1,6 +1,6 @@
 /*
  * test_lockfree_state.c — the state callback's lock-free common case
- * (plugin.c, cp_core_state) and what makes it safe: the pool's lock-free
+ * (event_state.c, cp_core_state) and what makes it safe: the pool's lock-free
  * slot check (pool.h, cp_pool_peek_live) and the chunk cache that keeps a
  * finalized communicator's slot memory mapped (pool.c).
  *

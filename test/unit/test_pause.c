@@ -1,6 +1,6 @@
 /*
  * test_pause.c — collprof_pause()/collprof_resume() through the plugin
- * (include/collprof.h; src/mask_control.c "Pause"; src/plugin.c, the off
+ * (include/collprof.h; src/mask_control.c "Pause"; src/call_modes.h, the off
  * calls of "Host sampling").
  *
  * The test plays NCCL as the ABI doc describes it: each API call reads the
@@ -49,7 +49,7 @@ static void call_with(void *ctx, int m, int captured) {
     h1_stop(gr);
   } else if (nccl_collapi) {
     /* no CollApi started, but NCCL stops the one it kept from an earlier
-     * call again (src/plugin.c, api_restop) */
+     * call again (src/callback_core.h, api_restop) */
     ncclProfiler_v5.stopEvent(nccl_collapi);
     stale_stops++;
   }

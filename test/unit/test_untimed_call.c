@@ -1,5 +1,5 @@
 /*
- * test_untimed_call.c — what an untimed call records (src/plugin.c, "Host
+ * test_untimed_call.c — what an untimed call records (src/call_modes.h, "Host
  * sampling"): a call that runs with KernelCh on but is not due for host
  * timing counts its GroupApi, CollApi, KernelLaunch and Group (counted
  * handles: generation 0), and records its Coll alone, whose KernelCh need
