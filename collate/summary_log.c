@@ -191,7 +191,7 @@ static void profile(FILE *f, const cp_summary *s) {
             p->s.bytes, bw, d.imbalance_pct, d.imbalance_rank, pw, p->path, p->id);
   }
   free(o);
-  /* host sampling (COLLPROF_HOST_SAMPLE, plugin.c): counts exact, times
+  /* host sampling (COLLPROF_HOST_SAMPLE, call_modes.h): counts exact, times
    * the timed calls' mean times the calls */
   uint64_t calls = 0, untimed = 0, unseen = 0;
   size_t est = 0, cest = 0;
