@@ -21,7 +21,7 @@
  * gives, since every input of that lookup is in the key, with one
  * assumption: NCCL's func and datatype strings are compared by address,
  * not content.  NCCL passes pointers to its own constant strings, as
- * event_start.c's api_bytes already relies on; a string at a reused address
+ * start_common.h's api_bytes already relies on; a string at a reused address
  * with other text could only come from a library unloaded and another
  * loaded at its place while the thread keeps running.
  *

@@ -57,7 +57,7 @@ typedef struct cp_gcls_ent {
   uint64_t first_samples, first_ns;
   uint64_t max_ns;         /* the longest periodic (not first-call) sample */
   uint64_t lean;           /* of calls, those counted from their CollApi/P2pApi in a
-                              lean call (event_start.c, lean_derive) */
+                              lean call (start_counted.c, lean_derive) */
   uint64_t seen;           /* of calls, those not lean whose proxy events carry the
                               class: recorded, or counted with CP_CLS_BIT (call_modes.h;
                               lean_estimate.h) */

@@ -160,7 +160,7 @@ int cp_lt_open_launch_slow(cp_thr *t, void *stream);
  * sets the next spacing, cp_lt_spacing), or take it into the open run. */
 /* The commonest KernelLaunch start in one test: no timing, or no launch
  * open and this one skipped (counted off lt_left).  0: call
- * cp_lt_launch_start, which does all the rest (event_start.c's counted starts
+ * cp_lt_launch_start, which does all the rest (start_counted.c's counted starts
  * use this to make no call at all). */
 static inline int cp_lt_launch_quick(cp_thr *t) {
   if (!cp_lt_every) return 1;

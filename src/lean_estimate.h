@@ -4,7 +4,7 @@
  *
  * A lean call (mask_control.c, "Lean calls") has NCCL send its API events
  * alone: its Coll/P2p is still counted exactly, from its CollApi/P2pApi
- * (event_start.c, lean_derive), but its ProxyOp, ProxyStep and NetPlugin never
+ * (start_counted.c, lean_derive), but its ProxyOp, ProxyStep and NetPlugin never
  * come.  Their counts are estimated at snapshot time (snapshot.c) from the
  * calls that were not lean: those host sampling timed, those GPU sampling
  * ran with KernelCh, and the few counted with NCCL's full mask.

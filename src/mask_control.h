@@ -13,7 +13,8 @@
  *     application's pause (collprof_pause/collprof_resume): outside a window
  *     or paused, NCCL is asked for GroupApi alone (0 when KernelCh is never
  *     sampled) and nothing is recorded; a timer thread flips the periods.
- * the callbacks (event_start.c, event_stop.c) call the hooks below; they are O(1) and lock-free.
+ * The callbacks (start_common.h, start_counted.c, event_stop.c) call the
+ * hooks below; they are O(1) and lock-free.
  */
 #ifndef COLLPROF_MASK_CONTROL_H
 #define COLLPROF_MASK_CONTROL_H

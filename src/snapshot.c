@@ -79,7 +79,7 @@ static void scale_untimed(collprof_path_stat *p) {
 }
 
 /* Lean calls (mask_control.c, "Lean calls"): NCCL sent only the API
- * events of such a call, and event_start.c counted its Coll/P2p from them
+ * events of such a call, and start_counted.c counted its Coll/P2p from them
  * (cp_gcls_ent lean), so calls stay exact down to Coll/P2p.  The types
  * below are seen only in the calls that were not lean, and their counts
  * are estimated from those.  ProxyOp, ProxyStep and NetPlugin under a

@@ -140,7 +140,8 @@ typedef struct cp_thr {
   uint64_t seed;                /* cp_thr_seed's value, 0 until first asked */
   const struct cp_prof_ent *hs_force_pe;   /* the path hs_force times calls for */
   const struct cp_prof_ent *hs_ask;        /* a path counted without a time, to serve next */
-  int8_t hs_predecided;         /* event_start.c start_group_api: this GroupApi's call is decided */
+  int8_t hs_predecided;         /* start_counted.c cp_start_group_api: this GroupApi's call
+                                   is decided */
   int8_t lean;                  /* this thread's API call is lean (mask_control.c, "Lean calls") */
   int8_t hs_cls;                /* ...is only counted but not lean while lean calls are on: its
                                    counted handles carry CP_CLS_BIT (call_modes.h) */
@@ -166,7 +167,7 @@ typedef struct cp_thr {
     uint64_t j, b;              /* the last decision's number and block */
     uint64_t i, pos;            /* its place in the block, the block's sample */
   } gs_one, gs_small, gs_large;
-  /* event_start.c api_bytes: the last API call's datatype string and its size */
+  /* start_common.h api_bytes: the last API call's datatype string and its size */
   const char *api_dt;
   uint32_t api_dt_size;
   /* Coll/P2p GPU spans dropped by the slot-reuse check (parent_link.h) */
@@ -199,7 +200,7 @@ typedef struct cp_thr {
   cp_pcache_ent pcache[CP_PCACHE];
   cp_scache_ent scache[CP_SCACHE];
   cp_cmemo_ent cmemo[CP_CMEMO];
-  cp_cmemo_ent lmemo;           /* event_start.c lean_derive: the last lean call's Coll/P2p,
+  cp_cmemo_ent lmemo;           /* start_counted.c lean_derive: the last lean call's Coll/P2p,
                                    keyed by its CollApi/P2pApi (counted_memo.h) */
   cp_rmemo_ent rmemo[CP_RMEMO]; /* coll_memo.h */
   /* cost_sample.c: this thread's callbacks timed in cost windows, and

@@ -2,8 +2,8 @@
  * trace.h — the JSONL trace: binary records on the calling thread, JSON on
  * a writer thread.
  *
- * The hot path (event_start.c, event_stop.c, event_state.c) writes a cp_rec (or a 32-byte cp_srec for a
- * state) straight into a per-thread single-producer ring: no lock, no
+ * The hot path (event_start.c, event_stop.c, event_state.c) writes a
+ * cp_rec (or a 32-byte cp_srec for a state) straight into a per-thread single-producer ring: no lock, no
  * system call, no formatting.  A writer thread (trace_writer.c) drains every ring, formats
  * the records as shared/docs/trace-format.md defines them, and writes large
  * blocks with whole lines only.  A full ring drops the record and counts it

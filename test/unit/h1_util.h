@@ -81,7 +81,7 @@ static inline void *h1_start(void *ctx, uint64_t type, void *parent, const char 
  * aside): GroupApi with its two states, CollApi, KernelLaunch, Group,
  * Coll under its CollApi. */
 /* A stop as NCCL makes it: none for an event the plugin gave no handle
- * (a counted call's KernelLaunch and Group: event_start.c, counted_drop_handle). */
+ * (a counted call's KernelLaunch and Group: start_common.h, counted_drop_handle). */
 static inline void h1_stop(void *h) {
   if (h) ncclProfiler_v5.stopEvent(h);
 }

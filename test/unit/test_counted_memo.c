@@ -1,6 +1,6 @@
 /*
  * test_counted_memo.c — counted events through their short ways
- * (src/counted_memo.h; event_start.c: start_counted_child; event_stop.c:
+ * (src/counted_memo.h; start_counted.c: cp_start_counted_child; event_stop.c:
  * stop_quiet; event_state.c: state_quiet) give the numbers the full
  * lookup gives, and hand over to the full checks where those matter.
  *

@@ -1,6 +1,7 @@
 /*
- * test_fast_path.c — the callbacks' common-case paths (event_start.c: start_fast,
- * and the fast entries of stop and state) against the general ones.
+ * test_fast_path.c — the callbacks' common-case paths (event_start.c:
+ * start_fast; start_counted.c; the fast entries of stop and state)
+ * against the general ones.
  *
  * The same event sequence is run once on one communicator (after the first
  * event every callback takes the fast path) and once interleaved on two

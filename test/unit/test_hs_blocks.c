@@ -1,8 +1,8 @@
 /*
  * test_hs_blocks.c — one host-sampling decision per API call, whichever
- * way its GroupApi start goes (src/event_start.c: start_group_api decides and
- * counts a counted call from the memo; any other call it hands on to
- * start_fast, marked decided, which must not decide again).
+ * way its GroupApi start goes (src/start_counted.c: cp_start_group_api
+ * decides and counts a counted call from the memo; any other call it
+ * hands on to start_fast, marked decided, which must not decide again).
  *
  * With COLLPROF_HOST_SAMPLE=4 every block of 4 API calls has exactly one
  * timed call.  Loops of NVLink-shaped calls (GroupApi with its two

@@ -48,7 +48,7 @@ void cp_config_reload(void) {}
 void cp_warn(const char *fmt, ...) { (void)fmt; g_warnings++; }
 void cp_info(const char *fmt, ...) { (void)fmt; }
 int cp_path_gpu_seen(uint32_t path) { return path < sizeof g_seen ? g_seen[path] : 0; }
-/* the kernel's thread id, as event_start.c passes it to cp_mask_on_group_start */
+/* the kernel's thread id, as start_common.h passes it to cp_mask_on_group_start */
 static int my_tid(void) { return (int)syscall(SYS_gettid); }
 
 
@@ -637,7 +637,7 @@ static void auto_delay(const uint64_t *ids, size_t nids, int want_delay, const c
     if (ids[i] != UINT64_MAX) cp_mask_comm_id(ids[i]);
   }
   int kc = 0;
-  /* the calls from the thread that inited (the real tid, as event_start.c passes) */
+  /* the calls from the thread that inited (the real tid, as start_common.h passes) */
   for (uint32_t p = 1; p <= 4; p++) delayed_call(my_tid(), p, &kc);
   check(kc == !want_delay && cp_mask_start_delay_ms() == (want_delay ? 1000u : 0u),
         "auto delay, %s: %s (KernelCh %s in 4 calls, delay %u ms)", what, want_delay ? "the delay runs" : "no delay",
