@@ -167,9 +167,9 @@
  * (call_modes.h, "Host sampling") and that runs without KernelCh needs no
  * event below its CollApi/P2pApi: each Coll/P2p is one per CollApi/P2pApi,
  * of the same func and bytes (every capture in shared/fixtures), so
- * start_counted.c counts it from its API event.  Yet NCCL still calls the plugin
- * for the Group, Coll, KernelLaunch and proxy events of such a call, and
- * counting those cost collprof more than 2 points of a 10 us all-reduce
+ * start_counted.c counts it from its API event.  Yet NCCL still calls the
+ * plugin for the Group, Coll, KernelLaunch and proxy events of such a
+ * call, and counting those cost collprof more than 2 points of a 10 us all-reduce
  * on 4 H200s (test/gpu/ab.sh: mask 4031 counted at 1.0268 of paused, the
  * API events alone at 1.0067, the do-nothing plugin at 4031 1.0067).  So
  * when the plugin says at a call's outermost group stop that the next
@@ -207,8 +207,8 @@
  * unnoticed.  So while KernelCh may ever be switched on (N >= 1), the
  * mask off is GroupApi alone: NCCL sends one GroupApi (start, two states,
  * stop) per API call, nothing else (ABI doc: no child type needs it), and
- * start_counted.c only hands it to the freeze rules, records nothing and counts
- * nothing (cp_hot.off).  With N = 0 the mask off is 0.  Recording off is
+ * start_counted.c only hands it to the freeze rules, records nothing and
+ * counts nothing (cp_hot.off).  With N = 0 the mask off is 0.  Recording off is
  * also decided at each GroupApi, so a call whose mask was read just before
  * the switch is either wholly recorded or wholly ignored.  Frozen with
  * KernelCh off, the other bits still follow (only KernelCh must stay as

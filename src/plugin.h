@@ -1,7 +1,8 @@
 /*
  * plugin.h — the recording core's internal entry points, shared by the NCCL
  * callbacks (plugin.c, event_*.c), the self-cost probe (selfcost.c) and
- * the snapshot (snapshot.c).  The callbacks themselves are in ncclProfiler_v5/_v4.
+ * the snapshot (snapshot.c).  The callbacks themselves are in
+ * ncclProfiler_v5/_v4.
  */
 #ifndef COLLPROF_PLUGIN_H
 #define COLLPROF_PLUGIN_H

@@ -3,8 +3,8 @@
  * a writer thread.
  *
  * The hot path (event_start.c, event_stop.c, event_state.c) writes a
- * cp_rec (or a 32-byte cp_srec for a state) straight into a per-thread single-producer ring: no lock, no
- * system call, no formatting.  A writer thread (trace_writer.c) drains every ring, formats
+ * cp_rec (or a 32-byte cp_srec for a state) straight into a per-thread
+ * single-producer ring: no lock, no system call, no formatting.  A writer thread (trace_writer.c) drains every ring, formats
  * the records as shared/docs/trace-format.md defines them, and writes large
  * blocks with whole lines only.  A full ring drops the record and counts it
  * (cp_trace_dropped); the count goes into the rank summary.

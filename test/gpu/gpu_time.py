@@ -102,16 +102,18 @@ def main():
         s[1] = max(s[1], d["gpuStop"])
         s[3] += 1
         s[4] = max(s[4], k["stop"]["ts"])    # its latest KernelCh stop (host)
-    # The plugin's slot-reuse rule (src/parent_link.h, CP_KC_SLOT_TRUST): a Coll's
-    # sample does not count once 32 or more Colls of KernelCh-on calls (here:
-    # Colls with a KernelCh record) started on its communicator after it,
-    # before one of its KernelCh stopped; NCCL's 64 timestamp slots per
+    # each call path's first sampled Coll (left out below), found before the
+    # slot-reuse rule drops any
+    firsts = {}
+    for k in sorted(span, key=lambda k: span[k][2]["start"]["ts"]):
+        firsts.setdefault(span[k][2].get("path", span[k][2].get("func")), k)
+    # The plugin's slot-reuse rule (src/parent_link.h, CP_KC_SLOT_TRUST): a
+    # Coll's sample does not count once 32 or more Colls of KernelCh-on calls
+    # (here: Colls with a KernelCh record) started on its communicator after
+    # it, before one of its KernelCh stopped; NCCL's 64 timestamp slots per
     # channel may have been reused by then.  (The plugin reads that count as
     # published once in 8 starts, so it drops some at 25-31 too, which are
     # kept here: a few more samples than the summary's.)
-    firsts = {}   # call path -> the key of its first sampled Coll
-    for k in sorted(span, key=lambda k: span[k][2]["start"]["ts"]):
-        firsts.setdefault(span[k][2].get("path", span[k][2].get("func")), k)
     on_starts = {}
     for v in span.values():
         on_starts.setdefault(v[2].get("commId"), []).append(v[2]["start"]["ts"])
@@ -130,10 +132,10 @@ def main():
     # first; periodic ones come later), and its kernel holds set-up and
     # the wait for a peer that is not there yet: on 2 H200s (run.sh's gt
     # step) the first sampled 1 MiB all-reduce's kernel took 1.3 and 7.6 ms
-    # in two runs, later ones 10-14 us (its channels' starts within 0.1 us
-    # of each other, their stops within 4 us: one long kernel, not a
-    # mix-up), and each later collective's first 1 MiB sample 1.7-3.4
-    # times its CUDA-event time.  The summary counts first-call samples
+    # in two runs, later ones about 10 us (the 1.3 ms one's channels'
+    # starts within 0.1 us of each other, their stops within 4 us: one
+    # long kernel, not a mix-up), and the 1 MiB sizes holding another
+    # collective's first sample 1.7-3.4 times their CUDA-event time.  The summary counts first-call samples
     # once, apart from the calls they would stand for (gpu_first_ns); they
     # are left out here likewise.  The trace does not mark them: a path's
     # first sampled Coll stands for them (a forced sample lands on the
