@@ -200,7 +200,7 @@ static void read_rank(json_t *o, cp_rank_data *r) {
   /* files from before small calls were sampled apart: one in N for all */
   r->gpu_sample_small = json_object_get(o, "gpuSampleSmall") ? (int)cp_json_i64(o, "gpuSampleSmall") : 1;
   r->gpu_sample_small_bytes = u64(o, "gpuSampleSmallBytes");
-  /* files from before the start delay (mask_control.c): unknown */
+  /* files from before the start delay (start_delay.c): unknown */
   r->gpu_sample_delay_ms = json_object_get(o, "gpuSampleDelayMs") ? (int)cp_json_i64(o, "gpuSampleDelayMs") : -1;
   r->gpu_sample_delay_auto = json_is_true(json_object_get(o, "gpuSampleDelayAuto"));
   r->trace_on = json_is_true(json_object_get(o, "traceOn")) || cp_json_i64(o, "traceOn") == 1;

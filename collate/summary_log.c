@@ -56,7 +56,7 @@ static const char *freeze_hint(const char *reason) {
   int graph = strstr(reason, "graph") != NULL;
   if (off && graph)
     return "no GPU samples after it; graph replays captured without KernelCh send no events; see README";
-  /* a second thread: the start delay's usual outcome (mask_control.c) */
+  /* a second thread: the start delay's usual outcome (start_delay.c) */
   if (off)
     return "no GPU samples after it, and no events for replays of graphs captured after it; "
            "--gpu-sample 1 gives both at KernelCh's cost; see README, \"Threads and the frozen mask\"";

@@ -8,7 +8,7 @@
  * reads the kernels' KernelCh timestamps milliseconds to hundreds of
  * milliseconds late (seen on H200), so collprof must drop most GPU samples
  * (NCCL's timestamp slots are reused meanwhile: parent_link.h) and defer the
- * rest (mask_control.c), and NCCL itself slows down.  The user can only
+ * rest (sample_in_flight.c), and NCCL itself slows down.  The user can only
  * fix that in the launch line.  The affinity is read once at the first
  * init (a system call, never on the event path); the advice is printed once,
  * only when it matters: at the first GPU sample skipped or dropped (a CPU
@@ -51,7 +51,7 @@ void cp_affinity_gpu_lag(void) {
 
 void cp_affinity_kc_behind(unsigned calls) {
   if (atomic_load_explicit(&g_one_cpu, memory_order_relaxed)) { cp_affinity_gpu_lag(); return; }
-  if (cp_config_get()->gpu_sample != 1) return;   /* N >= 2: mask_control.c keeps the proxy from falling behind */
+  if (cp_config_get()->gpu_sample != 1) return;   /* N >= 2: sample_in_flight.c keeps the proxy from falling behind */
   if (atomic_load_explicit(&g_said_behind, memory_order_relaxed) || atomic_exchange(&g_said_behind, 1)) return;
   cp_warn("NCCL's proxy thread fell more than %u calls behind the GPU with KernelCh on every call "
           "(COLLPROF_GPU_SAMPLE=1): those calls' GPU times are dropped (gpuSamplesDropped); NCCL's own "

@@ -59,7 +59,7 @@
  *
  * A fourth kind, off (HS_OFF), is a call made while recording is off
  * (collprof_pause, outside a COLLPROF_PERIODS window: cp_hot.off, set by
- * mask_control.c), decided at the same point and inherited the same way:
+ * profiling_windows.c), decided at the same point and inherited the same way:
  * its events get a handle of generation 0 with CP_OFF_BIT and no path,
  * nothing is counted or recorded, and only its GroupApi reaches the mask
  * control (a graph capture or a second calling thread still freezes the

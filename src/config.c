@@ -15,7 +15,7 @@
  *    2.28 survives it (no group open, no graph captured, one calling
  *    thread).
  *  - COLLPROF_PERIODS is only syntax-checked here with the rule
- *    mask_control.c applies (delay>=0 : duration>0 [: repeat integer>=0],
+ *    profiling_windows.c applies (delay>=0 : duration>0 [: repeat integer>=0],
  *    seconds, fractions allowed); the string is stored as given.
  *  - The collprof-<YYYYMMDD-HHMMSS> folder name (local time) is chosen on
  *    the first load and kept by cp_config_reload, so one process never
@@ -142,7 +142,7 @@ static void get_bool(const char *var, int *out) {
   bad(var, s, "not 0/1, yes/no, true/false or on/off", *out ? "1" : "0");
 }
 
-/* delay:duration[:repeat] exactly as mask_control.c reads it. */
+/* delay:duration[:repeat] exactly as profiling_windows.c reads it. */
 static int periods_ok(const char *s, const char **why) {
   char *end;
   double d = strtod(s, &end);
@@ -251,7 +251,7 @@ static void load(cp_config *c) {
   get_num("COLLPROF_GPU_SAMPLE_SMALL_BYTES", 0, 1ull << 40, &v);
   /* up to a power of two: a size class (2^(k-1) to 2^k bytes, the GPU
    * estimate's unit) is then all small or all not, so its sampled calls
-   * stand for its calls alike (mask_control.c, "Small calls") */
+   * stand for its calls alike (gpu_sample_rule.c, "Small calls") */
   while (v & (v - 1)) v += v & -v;
   c->gpu_sample_small_bytes = v;
   v = 100;

@@ -48,20 +48,20 @@ typedef struct cp_config {
   uint32_t gpu_sample_us;   /* COLLPROF_GPU_SAMPLE_US (default 0: exactly one
                                call in N): a thread's KernelCh samples at least
                                this far apart on average, N growing to 4 N for
-                               faster calls (mask_control.c, "Spacing") */
+                               faster calls (gpu_sample_rule.c, "Spacing") */
   uint32_t gpu_sample_small; /* COLLPROF_GPU_SAMPLE_SMALL (default 16, 1..1024): an
                                API call of fewer than gpu_sample_small_bytes
-                               is sampled one in N x this (mask_control.c,
+                               is sampled one in N x this (gpu_sample_rule.c,
                                "Small calls") */
   uint64_t gpu_sample_small_bytes; /* COLLPROF_GPU_SAMPLE_SMALL_BYTES (default
                                1 MiB, rounded up to a power of two; 0: no call
                                is small) */
   uint32_t gpu_sample_delay_ms; /* COLLPROF_GPU_SAMPLE_DELAY_MS (default 100): no
                                KernelCh sample until this long after the first
-                               call's group start (mask_control.c, "Start delay") */
+                               call's group start (start_delay.c, "Start delay") */
   int gpu_sample_delay_auto; /* the delay is the default (unset, "auto", or a
                                bad value): none for a process with one rank of
-                               each communicator at its first call (mask_control.c) */
+                               each communicator at its first call (start_delay.c) */
   int lean;                 /* COLLPROF_LEAN (default 1): a call that is only
                                counted asks NCCL for its API events alone
                                (mask_control.c, "Lean calls") */

@@ -22,10 +22,10 @@ typedef struct cp_hot_words {
   int capture_on;                /* capture.c: the callback capture is on */
   int pool_asym;                 /* pool_owner.c: owners rely on membarrier(2) */
   _Atomic uint32_t path_count;   /* paths.c: path ids in use */
-  atomic_int off;                /* mask_control.c: recording is off (paused, or
+  atomic_int off;                /* profiling_windows.c: recording is off (paused, or
                                     outside a profiling window); read at each
                                     API call's GroupApi start */
-  atomic_uint off_epoch;         /* mask_control.c: recording went off or on this
+  atomic_uint off_epoch;         /* profiling_windows.c: recording went off or on this
                                     many times (a thread's call rate measured
                                     across it would count the time off) */
   atomic_int trace_accept;       /* trace_writer.c: the rings take records

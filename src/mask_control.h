@@ -29,7 +29,7 @@ uint32_t cp_mask_attach(int *eActivationMask);
  * whether KernelCh was on when this call's mask was read (the caller
  * cannot know for sure; pass the value cp_mask_kernelch_on() had at the
  * preceding GroupApi start, or for v4 at this start), `bytes` the call's
- * count x datatype size (0: unknown; mask_control.c, "Small calls").
+ * count x datatype size (0: unknown; gpu_sample_rule.c, "Small calls").
  * Decides the mask for the next API call. */
 void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes);
 
@@ -63,7 +63,7 @@ int cp_mask_frozen(void);
  * callback runs for them), so their calls are not counted. */
 const char *cp_mask_frozen_text(void);
 
-/* One sample in flight (mask_control.c header).  A Coll/P2p of a sampled
+/* One sample in flight (sample_in_flight.c).  A Coll/P2p of a sampled
  * call expects n KernelCh events (its nChannels): returns the epoch to pass
  * to cp_mask_kc_done at each of their stops, 0 when N < 2 (nothing gated,
  * nothing to report). */
@@ -91,7 +91,7 @@ uint32_t cp_mask_now(void);
 /* Whether the mask currently has KernelCh. */
 int cp_mask_kernelch_on(void);
 /* Whether the sample the mask now asks for is a first-call sample (call 0,
- * a forced sample, a window's first call: mask_control.c), which the GPU
+ * a forced sample, a window's first call: gpu_sample_rule.c), which the GPU
  * estimate counts once instead of extrapolating.  Read it with
  * cp_mask_kernelch_on() at a GroupApi start; 0 for N < 2. */
 int cp_mask_sample_first(void);
@@ -108,7 +108,7 @@ const char *cp_mask_windows(void);
 #define CP_WINDOWS_TEXT 1024
 
 /* collprof_pause (paused 1) and collprof_resume (0), from any thread at
- * any time, before the first init too (mask_control.c, "Pause"): returns
+ * any time, before the first init too (profiling_windows.c, "Pause"): returns
  * whether it was paused before.  cp_hot.off tells the callbacks. */
 int cp_mask_set_paused(int paused);
 int cp_mask_paused(void);
@@ -121,12 +121,12 @@ void cp_mask_shutdown(void);
 int cp_path_gpu_seen(uint32_t path);
 
 /* At each communicator init, after cp_mask_attach, on the thread that
- * inits: its commId, for the start delay's default rule (mask_control.c,
- * "Start delay": none where every init of the process is of a distinct
+ * inits: its commId, for the start delay's default rule (start_delay.c:
+ * none where every init of the process is of a distinct
  * commId and all are on one thread). */
 void cp_mask_comm_id(uint64_t comm_id);
 
-/* The start delay in ms as it ran (mask_control.c, "Start delay"): the
+/* The start delay in ms as it ran (start_delay.c): the
  * configured one, or 0 where the default found one rank of each
  * communicator at the process's first group start. */
 uint32_t cp_mask_start_delay_ms(void);

@@ -1,7 +1,7 @@
 /*
  * mix64.h — splitmix64's finalizer: a 64-bit value to a well-mixed one.
  * Shared by the sampling rules that must draw positions without a shared
- * generator (mask_control.c's periodic blocks, tls.c's per-thread seeds):
+ * generator (gpu_sample_rule.c's periodic blocks, tls.c's per-thread seeds):
  * a pure function of its argument, so a draw costs no state and no lock.
  */
 #ifndef COLLPROF_MIX64_H

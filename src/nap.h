@@ -1,7 +1,7 @@
 /*
  * nap.h — how collprof's timer threads wait: until a CLOCK_MONOTONIC
  * deadline, in slices, so that the thread stops within one slice once its
- * stop flag is set (mask_control.c's profiling periods, cost_sample.c's
+ * stop flag is set (profiling_windows.c's periods, cost_sample.c's
  * cost windows).  Why not pthread_cancel: it would stop the thread at
  * once, but unwinding a cancelled thread upsets AddressSanitizer and
  * anything with cleanup handlers.

@@ -86,7 +86,7 @@ static inline void link_parent(cp_pool *pp, const cp_handle_fields *pf, plink *l
  * this many later KernelCh-on Coll/P2p started on the communicator, one of
  * them may have rewritten the slot (a Coll is one work item per channel, a
  * P2p at most one: half of 64 leaves room for two per call), and the times
- * NCCL hands over may be another item's.  mask_control.c keeps this from
+ * NCCL hands over may be another item's.  sample_in_flight.c keeps this from
  * happening for N >= 2; with N = 1 it does, whenever the proxy falls
  * behind.  The count is read as published, in batches (pool.h,
  * CP_KC_OPS_BATCH), so a span goes at 25-32 later starts: never after. */

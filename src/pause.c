@@ -3,7 +3,7 @@
  * and collprof_paused() (declared and documented in collprof.h).
  *
  * The switch itself lives with the rest of what NCCL is asked to emit, in
- * mask_control.c ("Pause"): the mask goes to the off value, cp_hot.off
+ * profiling_windows.c ("Pause"): the mask goes to the off value, cp_hot.off
  * tells the callbacks to record nothing from the next GroupApi on, and the
  * change opens or closes a window in the list the summary prints.  This
  * file only exports the three entry points, which must work whether or

@@ -44,7 +44,7 @@ static inline __attribute__((always_inline)) void descr_func(cp_thr *t, const nc
 }
 
 /* An API call's count x datatype size, for the GPU sampling rule's small
- * calls (mask_control.c); its path's own bytes stay 0, as before (the
+ * calls (gpu_sample_rule.c); its path's own bytes stay 0, as before (the
  * Coll/P2p below it carries them).  The datatype's size is kept per thread
  * by NCCL's string pointer, unchecked: interning it at every call cost 7
  * instructions per event of the whole call (test/bench/instr_per_event.sh,

@@ -120,7 +120,7 @@ typedef struct cp_thr {
   struct cp_thr *next_free;     /* free list of blocks of exited threads */
   /* counters (single writer, relaxed) */
   uint64_t events_pxn, unknown_parent;
-  /* mask_control.c: API calls this thread saw, and those sampled (summed
+  /* gpu_sample_rule.c: API calls this thread saw, and those sampled (summed
    * over threads for the summary; per thread so that the hook of every API
    * call writes no shared cache line) */
   uint64_t api_calls, api_sampled;
@@ -152,13 +152,13 @@ typedef struct cp_thr {
   uint32_t hs_blk, hs_lg, hs_calls;
   uint64_t hs_last_ns, hs_gap;
   uint32_t hs_epoch;            /* cp_hot.off_epoch when hs_last_ns was taken */
-  /* mask_control.c, GPU sampling spaced in time (COLLPROF_GPU_SAMPLE_US):
+  /* gpu_sample_rule.c, GPU sampling spaced in time (COLLPROF_GPU_SAMPLE_US):
    * the current block of API calls (its size, the call to sample, the
    * calls seen), when it began and in which off_epoch, and the running
    * mean time per call */
   uint32_t gs_blk, gs_pos, gs_i, gs_epoch;
   uint64_t gs_t0, gs_pace;
-  /* mask_control.c, blocks of N: where each stream of decisions stands in
+  /* gpu_sample_rule.c, blocks of N: where each stream of decisions stands in
    * its block (one stream, or, with small calls sampled less
    * (COLLPROF_GPU_SAMPLE_SMALL), small calls' and the others'; j counts a
    * stream's decisions), so that a decision divides only when a block
@@ -266,7 +266,7 @@ void *cp_calloc_lines(size_t size);
 cp_thr *cp_thr_all(void);
 
 /* The seed of this thread's sampling draws (call_modes.h's host-sampling
- * positions, mask_control.c's spaced GPU samples), never 0, fixed at the
+ * positions, gpu_sample_rule.c's spaced GPU samples), never 0, fixed at the
  * thread's first draw.  By default from the thread id (unique on a host,
  * read without a system call), so that threads and ranks draw differently.  With COLLPROF_SAMPLE_SEED=S, from S and the
  * thread's place among the threads that drew before it: a deterministic

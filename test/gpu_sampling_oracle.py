@@ -4,7 +4,7 @@ capture is replayed with live-mask emulation (test/gpu_sampling.t).
 
   gpu_sampling_oracle.py CAPTURE.jsonl N [start|stop]
 
-Written from the rule in src/mask_control.c's header, sharing no code:
+Written from the rule in src/gpu_sample_rule.c's header, sharing no code:
 API calls (CollApi/P2pApi starts) are numbered k = 0, 1, ... in file order;
 the mask that NCCL reads at a GroupApi start applies to the whole group
 (the replay tool's emulation); call 0 is sampled when N >= 1; in the hook of

@@ -120,7 +120,7 @@ export COLLPROF_HOST_SAMPLE=${COLLPROF_HOST_SAMPLE:-1}
 # the sampled calls to the rule's exact list (gpu_sampling.t), and spacing
 # at a replay's pace would sample far fewer; test_mask_control tests it.
 export COLLPROF_GPU_SAMPLE_US=0
-# No start delay for GPU sampling (src/mask_control.c, "Start delay"): a
+# No start delay for GPU sampling (src/start_delay.c, "Start delay"): a
 # replay issues its calls within milliseconds, all inside the default's
 # 100 ms, and the tests hold the sampled calls to the rule; gpu_sampling.t
 # replays with the default to test the delay itself.

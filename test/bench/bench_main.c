@@ -185,7 +185,7 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
      * measure the same work on every machine. */
     setenv("COLLPROF_LAUNCH_SAMPLE", "0", 1);
     /* A row runs for tens of milliseconds: GPU sampling's start delay
-     * (src/mask_control.c) would cover all of it, and the sampled rows
+     * (src/start_delay.c) would cover all of it, and the sampled rows
      * measure sampling as it runs after that. */
     setenv("COLLPROF_GPU_SAMPLE_DELAY_MS", "0", 1);
     setenv("COLLPROF_OUTPUT_DIR", dir, 1);

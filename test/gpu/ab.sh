@@ -17,7 +17,7 @@
 # COLLPROF_GPU_SAMPLE=1); "collprof-gs0" (COLLPROF_GPU_SAMPLE=0: paused
 # means NCCL sends nothing at all) shows what the one GroupApi per call
 # that a pause keeps costs; "collprof-spaced" (COLLPROF_GPU_SAMPLE_US=500)
-# spaces GPU samples in time (src/mask_control.c, "Spacing"); "collprof-small1"
+# spaces GPU samples in time (src/gpu_sample_rule.c, "Spacing"); "collprof-small1"
 # (COLLPROF_GPU_SAMPLE_SMALL=1) samples small calls one in N like the rest;
 # where the rest goes: "collprof-count" (GPU sampling off, every call only
 # counted: COLLPROF_HOST_SAMPLE=0) and "collprof-api" (GPU sampling off,

@@ -11,7 +11,7 @@
  * alternating order (on-off, off-on, ...), so drift and order hit both
  * alike and each round gives a paired ratio.  Paused, NCCL is asked for
  * one GroupApi per call, which collprof ignores (src/mask_control.c,
- * "Pause"), or for nothing with COLLPROF_GPU_SAMPLE=0: "off" is about
+ * "Off"), or for nothing with COLLPROF_GPU_SAMPLE=0: "off" is about
  * what no plugin costs, plus those four callbacks.
  *
  * Every rank switches at the same call (all run the same sequence), and a

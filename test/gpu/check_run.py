@@ -23,7 +23,7 @@ rank<R>.jsonl files and summary.json.  Checks, each printed as ok/not ok:
     ranks' Coll/P2p calls and bytes;
   - Coll/P2p paths have GPU time (gpu_ns > 0, gpu_samples > 0) and the rank
     record counts sampled calls -- unless a second calling thread froze the
-    mask with KernelCh off before any sample (src/mask_control.c, "Start
+    mask with KernelCh off before any sample (src/start_delay.c, "Start
     delay": threads that start together freeze so), when there is no
     KernelCh GPU time to check;
   - every rank record (the last "rank" line of its file) has gpuSampledCalls,

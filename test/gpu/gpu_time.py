@@ -127,7 +127,7 @@ def main():
             dropped += 1
             del span[key]
     # A call path's first sampled call is a first-call sample
-    # (src/mask_control.c, "First-call samples": call 0, the sample a new
+    # (src/gpu_sample_rule.c, "First-call samples": call 0, the sample a new
     # path forces at the next call, the start delay's first, a window's
     # first; periodic ones come later), and its kernel holds set-up and
     # the wait for a peer that is not there yet: on 2 H200s (run.sh's gt

@@ -50,10 +50,10 @@
 #   collprof-hs1      collprof defaults with every API call timed and traced
 #                     (COLLPROF_HOST_SAMPLE=1)
 #   collprof-spaced   collprof defaults with COLLPROF_GPU_SAMPLE_US=500: GPU
-#                     samples spaced in time (src/mask_control.c, "Spacing")
+#                     samples spaced in time (src/gpu_sample_rule.c, "Spacing")
 #   collprof-small1   collprof defaults with COLLPROF_GPU_SAMPLE_SMALL=1: calls
 #                     under 64 KiB GPU-sampled one in N like the rest, not
-#                     one in 4 N (src/mask_control.c, "Small calls")
+#                     one in 4 N (src/gpu_sample_rule.c, "Small calls")
 #   collprof-auto     collprof defaults with COLLPROF_HOST_SAMPLE=auto: N from
 #                     each thread's call rate (src/host_sample.h)
 #   collprof-nolaunch collprof defaults with COLLPROF_LAUNCH_SAMPLE=0: no

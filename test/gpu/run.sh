@@ -204,7 +204,7 @@ if [ "$ngpu" -ge 2 ]; then
   COLLPROF_LAUNCH_SAMPLE=1 COLLPROF_LAUNCH_INTERVAL_US=0 LAUNCH_ALL=1 \
     run lt-threads2 1 --gpus-per-proc 2 --iters 10 --warmup 2 --max 4M
   # Where the communicator is initialized, against the automatic start
-  # delay (src/mask_control.c, "Start delay"): on the thread that calls,
+  # delay (src/start_delay.c, "Start delay"): on the thread that calls,
   # or by NCCL's own threads (a group of two inits, gone by the first
   # call): no delay; on the main thread, alive while a worker calls: the
   # delay runs (the rank records' gpuSampleDelayMs, as it ran)

@@ -31,7 +31,7 @@
  * call in N, one in N x NOOP_GPU_SAMPLE_SMALL (default 16) for calls of
  * fewer than 1 MiB (CollApi/P2pApi count x datatype size), decided at
  * each CollApi/P2pApi for the next call and published at the outermost
- * GroupApi stop (src/mask_control.c's rule, at a fixed place in each
+ * GroupApi stop (src/gpu_sample_rule.c's rule, at a fixed place in each
  * block instead of a drawn one: in a loop of one kind of call the rate
  * is the same).  With NCCL_PROFILE_EVENT_MASK=4031 it is the floor of
  * collprof's defaults: what NCCL itself costs for the events and the

@@ -1,5 +1,7 @@
 /*
- * test_mask_control.c — TAP unit test of src/mask_control.c: GPU sampling of
+ * test_mask_control.c — TAP unit test of src/mask_control.c and the rules
+ * beside it (gpu_sample_rule.c, sample_in_flight.c, start_delay.c,
+ * profiling_windows.c): GPU sampling of
  * KernelCh through NCCL's live activation mask, new-path forcing, and the
  * COLLPROF_PERIODS timer, and the application's pause (collprof_pause).
  *
@@ -36,7 +38,7 @@
 #define GROUPAPI 256
 /* The mask while recording is off (paused, outside a window) with GPU
  * sampling on: GroupApi alone, so that a graph capture or a second thread
- * is still seen (mask_control.c, "Pause"). */
+ * is still seen (mask_control.c, "Off"). */
 #define OFF GROUPAPI
 
 /* ---- stubs ---- */
@@ -304,7 +306,7 @@ static void sc_never_seen(int n) {
   free(got);
 }
 
-/* Class forcing (mask_control.c header): a sweep of 20 sizes, 25 calls
+/* Class forcing (gpu_sample_rule.c header): a sweep of 20 sizes, 25 calls
  * each, on one path; with the default small-call rate (one in 16 x N under
  * 1 MiB) the periodic rule alone leaves most sizes without a sample, class
  * forcing gives each its sample by the size's third call, once per class. */
@@ -553,8 +555,7 @@ static void sc_second_thread(void) {
   check(same && g_warnings == 1, "frozen: 100 more calls from both threads leave the mask 0x%x", m);
 }
 
-/* Start delay (COLLPROF_GPU_SAMPLE_DELAY_MS, mask_control.c "Start
- * delay"): no KernelCh until D ms after the first group start, not even at
+/* Start delay (COLLPROF_GPU_SAMPLE_DELAY_MS, start_delay.c): no KernelCh until D ms after the first group start, not even at
  * attach or on the first call, and no path loses its forced sample to it;
  * a second thread within D freezes the mask with KernelCh off. */
 static void nap_ms(int ms);

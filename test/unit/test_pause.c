@@ -1,6 +1,6 @@
 /*
  * test_pause.c — collprof_pause()/collprof_resume() through the plugin
- * (include/collprof.h; src/mask_control.c "Pause"; src/call_modes.h, the off
+ * (include/collprof.h; src/profiling_windows.c "Pause"; src/call_modes.h, the off
  * calls of "Host sampling").
  *
  * The test plays NCCL as the ABI doc describes it: each API call reads the
