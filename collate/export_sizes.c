@@ -7,7 +7,7 @@
  * Each rank counts a Coll/P2p path's calls and GPU samples per log2 size
  * class and estimates each class (src/gpu_estimate.h; the rank file's
  * "gpuSizes"); the collation adds the classes up over the ranks as it adds
- * the paths' numbers (merge.c, cp_size_add_rec; pset.c carries them up the
+ * the paths' numbers (merge.c, cp_size_add_rec; pset_codec.h carries them up the
  * MPI tree), so the summary holds them (cp_summary_sizes) online and
  * offline alike.  This view prints them, so a sweep's small and large
  * calls are seen apart; summary.log and summary.json show the same.

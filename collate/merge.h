@@ -23,7 +23,7 @@ typedef struct cp_mcomm {
 /* Combine numbers of one path from two disjoint groups of ranks. */
 void cp_pstat_combine(cp_pstat *into, const cp_pstat *from);
 /* Its sums and the events' min/max alone (no rank counts, no tmin/tmax):
- * for the same path twice in one rank (collate/pset.c). */
+ * for the same path twice in one rank (collate/pset_rank.c). */
 void cp_pstat_add(cp_pstat *into, const cp_pstat *from);
 /* The numbers of one path of one rank. */
 void cp_pstat_from_rec(cp_pstat *s, const cp_path_rec *p, int rank);

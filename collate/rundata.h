@@ -340,7 +340,7 @@ typedef struct cp_summary {
   size_t ncollisions;                    /* hashes held by more than one path */
   cp_collation_info coll;
   void *owner;                           /* internal: storage behind paths and strings
-                                            (collate/pset.c) */
+                                            (collate/pset_merge.c) */
 } cp_summary;
 
 void cp_summary_free(cp_summary *s);

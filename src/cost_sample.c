@@ -30,7 +30,7 @@
  * is taken out of the window and run times before the scaling.  The
  * spread of the windows' times gives the estimate's standard error.
  * Short runs: 100 ms apart, a run of a few tenths of a second gets a few
- * windows, which may catch no callback (then collate/pset.c falls back on
+ * windows, which may catch no callback (then collate/pset_rank.c falls back on
  * the start-up figure: in test/gpu/run.sh, 4 steps of 14 on every rank).
  * So the windows start DENSE_DIV times as often (a dense phase) and keep
  * that rate until DENSE_AFTER_NS after the first window that caught a

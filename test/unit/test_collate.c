@@ -389,7 +389,7 @@ int main(void) {
     cp_rank_data_free(&rd);
     unlink(f); rmdir(dir);
   }
-  /* Packed numbers round-trip (pset.c: a bitmap of the numbers that are
+  /* Packed numbers round-trip (pset_codec.h: a bitmap of the numbers that are
    * not 0, then their varints; a record whose numbers sit 264 bytes or
    * more before its set's end is read without a bound test per byte and
    * checked against its end after): a rank of 64 paths whose numbers
@@ -436,7 +436,7 @@ int main(void) {
     for (size_t i = 0; same && i < big.npaths; i++) {
       cp_pstat want, got;
       cp_pstat_from_rec(&want, &big.paths[i], big.rank);
-      if (!want.gpu_launch_samples) want.gpu_launch_calls = 0;   /* held only with launch samples (pset.c) */
+      if (!want.gpu_launch_samples) want.gpu_launch_calls = 0;   /* held only with launch samples (pset_merge.c) */
       const cp_gpath *g = &bs.paths[map[l2i[i]]];
       cp_gpath_pstat(g, &got);
       if (!cp_gpath_gpu(g)->gpu_launch_samples) got.gpu_launch_calls = 0;
