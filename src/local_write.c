@@ -402,6 +402,6 @@ void cp_local_atexit(void) {
 #pragma GCC visibility pop
 
 /* For the MPI layer's SIGTERM/SIGINT handler: async-signal-safe, whole
- * lines only (trace_writer.c). */
+ * lines only (trace_writer.c, trace_file.c). */
 void collprof_flush_signal_safe(void) { cp_trace_flush_signal_safe(); }
 void collprof_resume_after_signal(void) { cp_trace_resume_signal_safe(); }

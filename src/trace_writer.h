@@ -3,7 +3,8 @@
  * trace writer beyond trace.h: the tail of the file (path, rank and clock
  * records) that must stay last whatever the writer appends later.
  *
- * Owned by trace_writer.c.
+ * Owned by trace_writer.c; the file's own (cp_trace_lines, cp_trace_failed,
+ * cp_trace_path) by trace_file.c.
  */
 #ifndef COLLPROF_TRACE_WRITER_H
 #define COLLPROF_TRACE_WRITER_H

@@ -1,6 +1,7 @@
 /*
  * test_trace_writer.c — the trace writer and the rank-file tail
- * (src/trace_writer.c, trace_json.c, meta.c, output.c, local_write.c).
+ * (src/trace_writer.c, trace_file.c, trace_json.c, meta.c, output.c,
+ * local_write.c).
  *
  * Each scenario runs in a fresh copy of this binary (re-executed with its
  * own environment: the writer is process-wide state) and leaves a file
