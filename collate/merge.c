@@ -150,9 +150,9 @@ double cp_agg_overhead_share(const cp_agg *a) {
 void cp_agg_combine(cp_agg *into, const cp_agg *f) {
   into->ranks_reported += f->ranks_reported;
   into->ranks_with_nccl += f->ranks_with_nccl;
-  into->events_recorded += f->events_recorded;
-  into->events_pxn += f->events_pxn;
-  into->events_counted += f->events_counted;
+#define SUM(x) into->x += f->x;
+  CP_RUN_COUNTERS(SUM)
+#undef SUM
   into->overhead_insitu_ranks += f->overhead_insitu_ranks;
   into->cost_callbacks += f->cost_callbacks; into->cost_windows += f->cost_windows;
   into->cost_window_ns += f->cost_window_ns; into->cost_span_ns += f->cost_span_ns;
@@ -162,19 +162,6 @@ void cp_agg_combine(cp_agg *into, const cp_agg *f) {
   into->insitu_events += f->insitu_events;
   into->fallback_ranks += f->fallback_ranks; into->fallback_events += f->fallback_events;
   into->fallback_setup_ns += f->fallback_setup_ns; into->fallback_startup_ns += f->fallback_startup_ns;
-  into->unterminated += f->unterminated;
-  into->blacklist_evictions += f->blacklist_evictions;
-  into->unknown_parent += f->unknown_parent;
-  into->trace_dropped += f->trace_dropped;
-  into->bad_calls += f->bad_calls;
-  into->gpu_sampled_calls += f->gpu_sampled_calls;
-  into->gpu_samples_dropped += f->gpu_samples_dropped;
-  into->gpu_samples_deferred += f->gpu_samples_deferred;
-  into->gpu_launches_timed += f->gpu_launches_timed;
-  into->gpu_launches_unattributed += f->gpu_launches_unattributed;
-  into->gpu_launches_skipped += f->gpu_launches_skipped;
-  into->gpu_launches_unread += f->gpu_launches_unread;
-  into->gpu_launches_idle += f->gpu_launches_idle;
   into->memory_bytes += f->memory_bytes;
   if (f->memory_max_bytes > into->memory_max_bytes) into->memory_max_bytes = f->memory_max_bytes;
   cp_agg_settle_overhead(into);

@@ -13,18 +13,9 @@ static void agg_from_rank(const cp_rank_data *r, cp_agg *a) {
   cp_agg_init(a);
   a->ranks_reported = 1;
   a->ranks_with_nccl = r->ncomms > 0;
-  a->events_recorded = r->events_recorded; a->events_pxn = r->events_pxn;
-  a->events_counted = r->events_counted;
-  a->unterminated = r->unterminated; a->blacklist_evictions = r->blacklist_evictions;
-  a->unknown_parent = r->unknown_parent; a->trace_dropped = r->trace_dropped;
-  a->bad_calls = r->bad_calls; a->gpu_sampled_calls = r->gpu_sampled_calls;
-  a->gpu_samples_dropped = r->gpu_samples_dropped;
-  a->gpu_samples_deferred = r->gpu_samples_deferred;
-  a->gpu_launches_timed = r->gpu_launches_timed;
-  a->gpu_launches_unattributed = r->gpu_launches_unattributed;
-  a->gpu_launches_skipped = r->gpu_launches_skipped;
-  a->gpu_launches_unread = r->gpu_launches_unread;
-  a->gpu_launches_idle = r->gpu_launches_idle;
+#define COPY(f) a->f = r->f;
+  CP_RUN_COUNTERS(COPY)
+#undef COPY
   a->memory_bytes = a->memory_max_bytes = r->memory_bytes;
   const uint64_t events = r->events_recorded + r->events_counted;
   if (r->cost_windows > 0 && r->cost_callbacks > 0) {   /* timed in situ (src/cost_sample.c) */

@@ -169,6 +169,16 @@ typedef struct cp_gstat {
   const cp_pgpu *gpu;
 } cp_gstat;
 
+/* The run counters that a rank's record (cp_rank_data), the sums over
+ * ranks (cp_agg) and a snapshot (collprof_snapshot, include/collprof.h)
+ * all carry under these names: copied and summed field by field
+ * (pset_rank.c, snapshot.c, merge.c), so a new one is added here once. */
+#define CP_RUN_COUNTERS(X)                                                                         \
+  X(events_recorded) X(events_pxn) X(events_counted) X(unterminated) X(blacklist_evictions)        \
+  X(unknown_parent) X(trace_dropped) X(bad_calls) X(gpu_sampled_calls) X(gpu_samples_dropped)      \
+  X(gpu_samples_deferred) X(gpu_launches_timed) X(gpu_launches_unattributed) X(gpu_launches_skipped) \
+  X(gpu_launches_unread) X(gpu_launches_idle)
+
 /* Counters of the whole run (sums over ranks unless said). */
 typedef struct cp_agg {
   uint64_t ranks_reported;

@@ -42,23 +42,14 @@ int cp_rank_from_snapshot(const collprof_snapshot *s, const char *command, cp_ra
   r->nccl_version = s->nccl_version;
   snprintf(r->periods, sizeof r->periods, "%s", s->periods);
   snprintf(r->windows, sizeof r->windows, "%s", s->windows);
-  r->events_recorded = s->events_recorded; r->events_pxn = s->events_pxn;
-  r->events_counted = s->events_counted;
+#define COPY(f) r->f = s->f;
+  CP_RUN_COUNTERS(COPY)
+#undef COPY
   r->cost_callbacks = s->cost_callbacks; r->cost_windows = s->cost_windows;
   r->cost_window_ns = s->cost_window_ns; r->cost_span_ns = s->cost_span_ns;
   r->cost_est_ns = s->cost_est_ns;
   r->cost_setup_ns = s->cost_setup_ns;
   r->cost_err_ns = s->cost_err_ns;
-  r->unterminated = s->unterminated; r->blacklist_evictions = s->blacklist_evictions;
-  r->unknown_parent = s->unknown_parent; r->trace_dropped = s->trace_dropped;
-  r->bad_calls = s->bad_calls; r->gpu_sampled_calls = s->gpu_sampled_calls;
-  r->gpu_samples_dropped = s->gpu_samples_dropped;
-  r->gpu_samples_deferred = s->gpu_samples_deferred;
-  r->gpu_launches_timed = s->gpu_launches_timed;
-  r->gpu_launches_unattributed = s->gpu_launches_unattributed;
-  r->gpu_launches_skipped = s->gpu_launches_skipped;
-  r->gpu_launches_unread = s->gpu_launches_unread;
-  r->gpu_launches_idle = s->gpu_launches_idle;
   /* bounded: the snapshot's array need not end in a NUL */
   snprintf(r->mask_frozen, sizeof r->mask_frozen, "%.*s", (int)sizeof s->mask_frozen, s->mask_frozen);
   r->memory_bytes = s->memory_bytes;
