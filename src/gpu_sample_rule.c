@@ -99,6 +99,10 @@
  *   API call).  Sampled calls are counted from the caller's `sampled` flag.
  *   With several threads issuing calls, "the next call" is whichever reads
  *   the mask next; the rate stays 1/N overall.
+ *   A wanted sample is not always published: while an earlier sample's
+ *   KernelCh are due (sample_in_flight.c), while the start delay runs
+ *   (start_delay.c), right after a window opened (profiling_windows.c)
+ *   and once the mask is frozen (mask_control.c) it is held back.
  */
 #include "mask_state.h"
 #include "config.h"

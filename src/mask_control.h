@@ -4,7 +4,8 @@
  * NCCL hands every init the address of one process-wide int and re-reads it
  * at each API call (ABI doc: a change reaches the next API call, never the
  * one in progress; at 0 no callback arrives at all).  This module owns that
- * int's value:
+ * int's value (mask_control.c, and a file per rule beside it: mask_state.h
+ * lists them):
  *   - GPU sampling: KernelCh, the one expensive type, is switched on for one
  *     API call in N (COLLPROF_GPU_SAMPLE), and for the next call after a
  *     call on a path that has no GPU sample yet; switched only where no

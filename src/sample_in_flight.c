@@ -34,8 +34,8 @@
 #include <stdatomic.h>
 #pragma GCC visibility push(hidden)
 
-/* KernelCh events still due, and the epoch
- * that a reset after GATE_STALL_NS without progress starts anew. */
+/* KernelCh events still due, and the epoch that a reset after
+ * GATE_STALL_NS without progress starts anew. */
 static atomic_long g_kc_due;
 static atomic_uint g_kc_epoch = 1;
 static _Atomic uint64_t g_kc_progress;  /* KernelCh stops seen (any epoch) */
@@ -44,8 +44,8 @@ static _Atomic uint64_t g_gate_since, g_gate_mark; /* outermost group stops (one
 #define GATE_STALL_NS 100000000ull        /* 100 ms without a KernelCh stop */
 
 /* At the outermost group stop, before publishing: skip a wanted sample
- * while an earlier one's KernelCh events are due (cp_mk.gated), unless none has
- * stopped for GATE_STALL_NS (a lost expectation: start afresh). */
+ * while an earlier one's KernelCh events are due (cp_mk.gated), unless
+ * none has stopped for GATE_STALL_NS (a lost expectation: start afresh). */
 void cp_mask_gate(void) {
   if (cp_mk.n < 2 || atomic_load_explicit(&cp_mk.frozen, memory_order_relaxed)) return;
   int want = atomic_load_explicit(&cp_mk.next_kc, memory_order_relaxed);
