@@ -13,6 +13,7 @@
 #include "rankfile_read.h"
 #include "reduce.h"
 #include "report.h"
+#include "snapshot.h"
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -488,6 +489,53 @@ int main(void) {
     cp_size_add_rec(cls, &p);
     ok(cls[11].calls == 10 && cls[11].est_ns == 1000 && cls[12].calls == 0 && cls[13].calls == 0,
        "a class entry whose parts exceed their whole is left out, the sane one kept");
+  }
+  {
+    /* Every run counter a rank reports reaches the summary summed over the
+     * ranks (rank record -> packed set -> merge), and comes over from a
+     * snapshot (the MPI layer's way in).  Listed here one by one, not
+     * through CP_RUN_COUNTERS (rundata.h), so a counter dropped from that
+     * list fails this. */
+#define RUN_COUNTERS_BY_HAND(X) \
+  X(events_recorded, 1) X(events_pxn, 2) X(events_counted, 3) X(unterminated, 4) \
+  X(blacklist_evictions, 5) X(unknown_parent, 6) X(trace_dropped, 7) X(bad_calls, 8) \
+  X(gpu_sampled_calls, 9) X(gpu_samples_dropped, 10) X(gpu_samples_deferred, 11) \
+  X(gpu_launches_timed, 12) X(gpu_launches_unattributed, 13) X(gpu_launches_skipped, 14) \
+  X(gpu_launches_unread, 15) X(gpu_launches_idle, 16)
+    cp_run rc = {0};
+    rc.nranks = 2;
+    rc.ranks = calloc(2, sizeof *rc.ranks);
+    spec one[] = {{"A", 50, 1, 10}};
+    for (int i = 0; i < 2; i++) {
+      mk_rank(&rc.ranks[i], i, one, 1);
+      cp_rank_data *r = &rc.ranks[i];
+      const uint64_t base = 1000u * (uint64_t)(i + 1);   /* rank 0: 1000 + k, rank 1: 2000 + k */
+#define SET(f, k) r->f = base + (k);
+      RUN_COUNTERS_BY_HAND(SET)
+#undef SET
+    }
+    cp_summary cs;
+    int summed = cp_collate_run(&rc, 64, &cs) == 0, wrong = 0;
+#define SUMMED(f, k) if (cs.agg.f != 3000u + 2u * (k)) { wrong++; printf("# agg.%s = %" PRIu64 "\n", #f, (uint64_t)cs.agg.f); }
+    if (summed) { RUN_COUNTERS_BY_HAND(SUMMED) }
+#undef SUMMED
+    ok(summed && !wrong, "every run counter summed over the ranks into the summary");
+    if (summed) cp_summary_free(&cs);
+    cp_run_free(&rc);
+    collprof_snapshot snap;
+    memset(&snap, 0, sizeof snap);
+#define SNAP(f, k) snap.f = 500u + (k);
+    RUN_COUNTERS_BY_HAND(SNAP)
+#undef SNAP
+    cp_rank_data from;
+    int took = cp_rank_from_snapshot(&snap, "app", &from) == 0;
+    wrong = 0;
+#define TAKEN(f, k) if (from.f != 500u + (k)) { wrong++; printf("# rank.%s = %" PRIu64 "\n", #f, (uint64_t)from.f); }
+    if (took) { RUN_COUNTERS_BY_HAND(TAKEN) }
+#undef TAKEN
+#undef RUN_COUNTERS_BY_HAND
+    ok(took && !wrong, "every run counter taken over from a snapshot");
+    if (took) cp_rank_data_free(&from);
   }
   cp_summary_free(&s);
   cp_run_free(&run);
