@@ -196,8 +196,9 @@ for cw in "mixed.16|1 API call in 16, under 1048576 bytes 1 in 256|16 1048576" \
   is "$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["config"]; print(c["gpuSampleSmall"], c["gpuSampleSmallBytes"])' \
       "$T/$c/summary.json" 2>&1)" "$wj" "$c: summary.json config gpuSampleSmall, gpuSampleSmallBytes = $wj"
 done
-# The start delay (COLLPROF_GPU_SAMPLE_DELAY_MS, src/start_delay.c).  Its default, auto: 100 ms, none for a process with one
-# communicator at its first call.  ar4_threads: two application threads
+# The start delay (COLLPROF_GPU_SAMPLE_DELAY_MS, src/start_delay.c).  Its
+# default, auto: 100 ms, none for a process with one communicator at its
+# first call.  ar4_threads: two application threads
 # (a communicator each, both initialised before the first call) whose
 # first calls came 3.4 ms apart; the second thread freezes the mask,
 # which must find KernelCh off (with no delay the first call is a sample
