@@ -157,7 +157,8 @@ static inline int periodic_stream(struct cp_gs_stream *s, uint64_t j, uint64_t n
 static int periodic_next(cp_thr *t, uint64_t k, uint64_t bytes) {
   if (cp_mk.space_ns) return periodic_spaced(t, k + 1);
   if (cp_mk.small_m <= 1) return periodic_stream(&t->gs_one, k + 1, cp_mk.n);
-  if (bytes && bytes < cp_mk.small_bytes) return periodic_stream(&t->gs_small, t->gs_small.j + 1, (uint64_t)cp_mk.n * cp_mk.small_m);
+  if (bytes && bytes < cp_mk.small_bytes)
+    return periodic_stream(&t->gs_small, t->gs_small.j + 1, (uint64_t)cp_mk.n * cp_mk.small_m);
   return periodic_stream(&t->gs_large, t->gs_large.j + 1, cp_mk.n);
 }
 
@@ -241,12 +242,14 @@ void cp_mask_on_api_call(uint32_t path, int sampled, uint64_t bytes) {
   if (atomic_load_explicit(&cp_mk.frozen, memory_order_relaxed)) return;
   if (__builtin_expect(atomic_load_explicit(&cp_mk.start_delay, memory_order_relaxed), 0)) {
     /* start delay (start_delay.c): no sample wanted, and no path marked forced */
-    if (atomic_load_explicit(&cp_mk.next_kc, memory_order_relaxed)) atomic_store_explicit(&cp_mk.next_kc, 0, memory_order_relaxed);
-    if (atomic_load_explicit(&cp_mk.next_first, memory_order_relaxed)) atomic_store_explicit(&cp_mk.next_first, 0, memory_order_relaxed);
+    if (atomic_load_explicit(&cp_mk.next_kc, memory_order_relaxed))
+      atomic_store_explicit(&cp_mk.next_kc, 0, memory_order_relaxed);
+    if (atomic_load_explicit(&cp_mk.next_first, memory_order_relaxed))
+      atomic_store_explicit(&cp_mk.next_first, 0, memory_order_relaxed);
     return;
   }
-  /* Decided here, published at the group stop (mask_control.c: never inside a
-   * group). */
+  /* Decided here, published at the group stop (mask_control.c: never
+   * inside a group). */
   int next = periodic_next(t, k, bytes), first = 0;
   /* Forcing (header).  A path's bit in g_forced says it will never force
    * again: it forced, or it was found GPU-seen (which it stays).  So in a

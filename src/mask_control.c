@@ -229,9 +229,9 @@ void cp_mask_on_group_stop(int lean_ok) {
     atomic_store_explicit(&cp_mk.next_lean, lean, memory_order_relaxed);
   /* The common case, a call after which no sample is wanted, none is
    * being skipped and neither periods nor a pause were ever used:
-   * cp_mask_gate() would change nothing and effective() is the base or lean mask (not
-   * frozen, above; profiling on, since only periods and pauses turn it
-   * off). */
+   * cp_mask_gate() would change nothing and effective() is the base or
+   * lean mask (not frozen, above; profiling on, since only periods and
+   * pauses turn it off). */
   if (__builtin_expect(!(atomic_load_explicit(&cp_mk.next_kc, memory_order_relaxed) |
                          atomic_load_explicit(&cp_mk.gated, memory_order_relaxed) |
                          atomic_load_explicit(&cp_mk.deferred, memory_order_relaxed) |

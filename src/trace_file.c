@@ -186,13 +186,18 @@ void cp_tfile_emit(const char *buf, size_t len, uint64_t nrec, int sig) {
   atomic_fetch_add(&g_lines, nrec);
 }
 
+/* Cut the file back to where its tail starts, if it has one (file open):
+ * 1 when it did. */
+static int cut_tail(void) {
+  if (g_tail_off < 0) return 0;
+  cut_to((uint64_t)g_tail_off);
+  g_off = (uint64_t)g_tail_off;
+  return 1;
+}
+
 int cp_tfile_records_begin(int sig, int *tail_cut) {
   if (!ensure_open(sig)) return 0;
-  if (g_tail_off >= 0) {   /* records go before the tail */
-    cut_to((uint64_t)g_tail_off);
-    g_off = (uint64_t)g_tail_off;
-    *tail_cut = 1;
-  }
+  if (cut_tail()) *tail_cut = 1;   /* records go before the tail */
   return 1;
 }
 
@@ -229,10 +234,7 @@ long cp_tfile_append(const char *text, size_t len) {
 long cp_tfile_set_tail(char *copy, size_t len) {
   long at = -1;
   if (ensure_open(0)) {
-    if (g_tail_off >= 0) {
-      cut_to((uint64_t)g_tail_off);
-      g_off = (uint64_t)g_tail_off;
-    }
+    cut_tail();   /* the new tail replaces the old */
     if (write_all(g_fd, copy, len) == 0) {
       at = (long)g_off;
       g_off += len;
