@@ -4,8 +4,9 @@
  * per-thread memos that find a context's or a handle's pool.  The
  * callbacks are split by concern (plugin.c: init, finalize and the
  * exported structs; event_start.c, event_stop.c, event_state.c: the three
- * event callbacks, with start_counted.c for the starts that only count
- * and start_common.h for what both kinds of start share; parent_link.c: a
+ * event callbacks, with start_general.c for a start's every other case,
+ * start_counted.c for the starts that only count and start_common.h for
+ * what all starts share; parent_link.c: a
  * child's link to its parent; call_modes.h: what each API call records).
  * What a callback runs on its common path is static inline here, so the
  * split costs no call: the common paths were one file's static functions

@@ -6,8 +6,10 @@
  * (cost_sample.c).
  *
  * The event callbacks are one file each, by concern: event_start.c
- * (startEvent; start_counted.c the starts that only count, start_common.h
- * what both share), event_stop.c (stopEvent), event_state.c
+ * (startEvent's common path; start_general.c every other case,
+ * start_counted.c the starts that only count, start_record.h/.c and
+ * start_slot.h a recorded start's trace record and slot, start_common.h
+ * what all starts share), event_stop.c (stopEvent), event_state.c
  * (recordEventState); parent_link.c links a child to its parent across
  * threads; call_modes.h is what each API call records (host sampling);
  * callback_core.h what they all share.  How the common paths stay cheap

@@ -375,7 +375,7 @@ static inline cp_slot *cp_pool_slot(cp_pool *p, uint32_t idx) {
 /* The slot's first line only: in a real job each line a start touches is
  * a cache miss (pool header comment), and most events never use the
  * second.  Its fields are set by those that do, at their start: a
- * Coll/P2p's kc_seq, kc_epoch, span_first and span_bad (event_start.c,
+ * Coll/P2p's kc_seq, kc_epoch, span_first and span_bad (start_slot.h,
  * start_gpu_fields), a KernelCh's gpu_start and kc_epoch, a PXN event's
  * origin_pid (read only where is_pxn says it was set).  span_n, on the
  * first line, is 0 at hand-out (cp_pool_alloc) and span_min/max are set

@@ -1,7 +1,7 @@
 /*
- * start_common.h — what both kinds of start share (event_start.c: a
- * recorded event, and the entry; start_counted.c: a counted, lean or off
- * one): the descriptor's func, datatype and bytes, the hooks a start runs,
+ * start_common.h — what both kinds of start share (event_start.c and
+ * start_general.c: a recorded event, and the entry; start_counted.c: a
+ * counted, lean or off one): the descriptor's func, datatype and bytes, the hooks a start runs,
  * and a counted start's count and handle.  Static inline: they run in
  * every start.  The out-of-line starts of each file that the other calls
  * are declared at the end.
@@ -162,6 +162,9 @@ ncclResult_t cp_start_group_api(cp_thr *t, void **eHandle, const ncclProfilerEve
 /* event_start.c: start_fast, else start_general -- where the short ways
  * hand over. */
 ncclResult_t cp_start_rest(cp_thr *t, void **eHandle, const ncclProfilerEventDescr_v5_t *d, uint64_t ctxv);
+/* start_general.c: startEvent in every case, every check made (context
+ * as NCCL passed it; v4: NCCL 2.27's start). */
+ncclResult_t cp_start_general(void *context, void **eHandle, const ncclProfilerEventDescr_v5_t *d, int v4);
 
 #pragma GCC visibility pop
 #endif
