@@ -3,7 +3,7 @@
  *
  * The plugin links nothing but libc and xxHash, so it builds and loads on
  * machines without CUDA; the files that call the driver (cuda_uuid.c,
- * launch_timer.c) take its entry points from here.  The library is opened
+ * launch_events.c) take its entry points from here.  The library is opened
  * once per process with dlopen and never closed.
  */
 #ifndef COLLPROF_CUDA_DRIVER_H

@@ -13,6 +13,10 @@
  * What a read gives goes into the reading thread's profile block (tls.h:
  * per-thread numbers are summed at snapshot, so the block need not be the
  * recording thread's) and, with the trace on, into a "gpuLaunch" record.
+ *
+ * The driver calls themselves (events, contexts, capture checks) are
+ * launch_events.c's; this file decides which launches to time, keeps the
+ * slots and reads them.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,7 +25,7 @@
 #pragma GCC visibility push(hidden)
 #include "launch_timer.h"
 #include "clock.h"
-#include "cuda_driver.h"
+#include "launch_events.h"
 #include "config.h"
 #include "hot.h"
 #include "nccl_profiler_abi.h"
@@ -29,51 +33,14 @@
 #include "profile.h"
 #include "trace.h"
 
-typedef int CUresult;
-typedef void *CUcontext, *CUevent, *CUstream;
-enum { CUDA_SUCCESS = 0, CUDA_ERROR_NOT_READY = 600 };
-
-static struct {
-  CUresult (*ctx_current)(CUcontext *);
-  CUresult (*ctx_push)(CUcontext);
-  CUresult (*ctx_pop)(CUcontext *);
-  CUresult (*ev_create)(CUevent *, unsigned);
-  CUresult (*ev_destroy)(CUevent);
-  CUresult (*ev_record)(CUevent, CUstream);
-  CUresult (*ev_query)(CUevent);
-  CUresult (*ev_elapsed)(float *, CUevent, CUevent);
-  CUresult (*capturing)(CUstream, int *);
-  CUresult (*capture_mode)(int *);   /* optional: cuThreadExchangeStreamCaptureMode */
-  int ok;
-} cu;
-static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
-
-static void cu_load(void) {
-#define SYM(f, a, b) (*(void **)&cu.f = cp_cuda_sym(a, b))
-  SYM(ctx_current, "cuCtxGetCurrent", NULL);
-  SYM(ctx_push, "cuCtxPushCurrent_v2", "cuCtxPushCurrent");
-  SYM(ctx_pop, "cuCtxPopCurrent_v2", "cuCtxPopCurrent");
-  SYM(ev_create, "cuEventCreate", NULL);
-  SYM(ev_destroy, "cuEventDestroy_v2", "cuEventDestroy");
-  SYM(ev_record, "cuEventRecord", NULL);
-  SYM(ev_query, "cuEventQuery", NULL);
-  SYM(ev_elapsed, "cuEventElapsedTime", "cuEventElapsedTime_v2");
-  SYM(capturing, "cuStreamIsCapturing", NULL);
-  SYM(capture_mode, "cuThreadExchangeStreamCaptureMode", NULL);
-#undef SYM
-  cu.ok = cu.ctx_current && cu.ctx_push && cu.ctx_pop && cu.ev_create && cu.ev_destroy && cu.ev_record &&
-          cu.ev_query && cu.ev_elapsed && cu.capturing;
-}
-
 enum { LT_FREE = 0, LT_ARMED = 1, LT_PENDING = 2, LT_READING = 3 };
 
 typedef struct lt_slot {
   _Atomic int state;
   int err;                 /* an event record failed */
   int stopped;             /* the stop event was recorded */
-  CUcontext ctx;           /* the events' context */
-  CUevent ev0, ev1;
-  CUstream stream;
+  cp_lte_pair ev;          /* the start and stop events, and their context */
+  void *stream;
   uint64_t launch_handle, handle, bytes, start_ns;
   uint32_t path, type, comm_index;
   uint32_t nops;           /* Coll/P2p claimed by all launches of the run */
@@ -112,9 +79,9 @@ void cp_lt_setup(void) {
   g_run = c->launch_run ? c->launch_run : 1;
   g_run_gap_ns = (uint64_t)c->launch_run_gap_us * 1000u;
   cp_lt_min_bytes = c->launch_min_bytes;
-  if (n > 0) pthread_once(&cu_once, cu_load);   /* here, at init: no dlopen in a callback */
+  const int ok = n > 0 && cp_lte_load();   /* here, at init: no dlopen in a callback */
   /* No driver: the callbacks need not count launches for nothing. */
-  if (!atomic_load(&g_child) && cu.ok) __atomic_store_n(&cp_lt_every, n, __ATOMIC_RELAXED);
+  if (!atomic_load(&g_child) && ok) __atomic_store_n(&cp_lt_every, n, __ATOMIC_RELAXED);
 }
 
 /* After a timed (or wanted) launch at now: how many launches until the
@@ -143,58 +110,6 @@ void cp_lt_get_counts(cp_lt_counts *o) {
   o->idle = atomic_load(&g_idle);
 }
 
-/* While a thread captures a CUDA graph (cudaStreamCaptureModeGlobal or
- * ThreadLocal), or another thread captures in global mode, a potentially
- * unsafe call such as cuEventQuery invalidates the application's capture:
- * NCCL's next launch into it then fails ("unhandled cuda error", seen on
- * H200 with every launch timed).  So every event call runs with this
- * thread's capture mode switched to relaxed, as NCCL does for its own
- * calls, and put back after.  Returns the mode to restore, -1 for none. */
-enum { CAPTURE_MODE_RELAXED = 2 };
-static int relaxed_begin(void) {
-  int m = CAPTURE_MODE_RELAXED;
-  return cu.capture_mode && cu.capture_mode(&m) == CUDA_SUCCESS ? m : -1;
-}
-static void relaxed_end(int m) {
-  if (m >= 0) cu.capture_mode(&m);
-}
-
-/* Make ctx current on this thread for an event call, pushing it only when
- * it is not: 0 already current, 1 pushed (pop with with_ctx_end), -1 failed. */
-static int with_ctx_begin(CUcontext ctx) {
-  CUcontext cur = NULL;
-  if (cu.ctx_current(&cur) == CUDA_SUCCESS && cur == ctx) return 0;
-  return cu.ctx_push(ctx) == CUDA_SUCCESS ? 1 : -1;
-}
-static void with_ctx_end(int pushed) {
-  CUcontext dummy;
-  if (pushed == 1) cu.ctx_pop(&dummy);
-}
-
-/* The slot's events in ctx (made, or remade for another context). */
-static int slot_events(lt_slot *s, CUcontext ctx) {
-  if (s->ev0 && s->ctx == ctx) return 0;
-  if (s->ev0) {
-    int p = with_ctx_begin(s->ctx);
-    if (p >= 0) {
-      cu.ev_destroy(s->ev0);
-      cu.ev_destroy(s->ev1);
-      with_ctx_end(p);
-    }
-    s->ev0 = s->ev1 = NULL;
-  }
-  CUevent a = NULL, b = NULL;
-  if (cu.ev_create(&a, 0) != CUDA_SUCCESS) return -1;   /* CU_EVENT_DEFAULT: timing on */
-  if (cu.ev_create(&b, 0) != CUDA_SUCCESS) {
-    cu.ev_destroy(a);
-    return -1;
-  }
-  s->ev0 = a;
-  s->ev1 = b;
-  s->ctx = ctx;
-  return 0;
-}
-
 /* Read one PENDING slot into t's profile; 1 if it is done with (read or
  * given up), 0 if the GPU is not there yet. */
 static int read_slot(cp_thr *t, lt_slot *s, int give_up) {
@@ -202,13 +117,10 @@ static int read_slot(cp_thr *t, lt_slot *s, int give_up) {
     atomic_fetch_add(&g_skipped, s->n);
     return 1;
   }
-  int pushed = with_ctx_begin(s->ctx);
-  CUresult q = pushed < 0 || s->err || !s->stopped ? (CUresult)-1 : cu.ev_query(s->ev1);
   float ms = 0;
-  if (q == CUDA_SUCCESS && cu.ev_elapsed(&ms, s->ev0, s->ev1) != CUDA_SUCCESS) q = (CUresult)-1;
-  with_ctx_end(pushed);
-  if (q == CUDA_ERROR_NOT_READY && !give_up) return 0;
-  if (q != CUDA_SUCCESS) {
+  const int q = s->err || !s->stopped ? CP_LTE_FAILED : cp_lte_elapsed(&s->ev, &ms);
+  if (q == CP_LTE_NOT_READY && !give_up) return 0;
+  if (q != CP_LTE_DONE) {
     atomic_fetch_add(&g_unread, s->n);
     return 1;
   }
@@ -250,7 +162,7 @@ static int read_slot(cp_thr *t, lt_slot *s, int give_up) {
 
 /* Read the PENDING slots (tid: only that thread's; 0: all). */
 static void read_pending(cp_thr *t, int tid, int give_up) {
-  const int mode = relaxed_begin();
+  const int mode = cp_lte_relaxed_begin();
   for (int i = 0; i < CP_LT_SLOTS; i++) {
     lt_slot *s = &g_slot[i];
     if (atomic_load_explicit(&s->state, memory_order_relaxed) != LT_PENDING) continue;
@@ -261,13 +173,13 @@ static void read_pending(cp_thr *t, int tid, int give_up) {
       continue;
     atomic_store_explicit(&s->state, read_slot(t, s, give_up) ? LT_FREE : LT_PENDING, memory_order_release);
   }
-  relaxed_end(mode);
+  cp_lte_relaxed_end(mode);
 }
 
 /* A launch on a stream not being captured, ctx current: read this
  * thread's finished launches, take a slot, record the start event. */
 static void start_timed(cp_thr *t, void *stream, uint64_t launch_handle, uint32_t comm_index, int32_t rank,
-                        CUcontext ctx, uint64_t now, int first) {
+                        void *ctx, uint64_t now, int first) {
   read_pending(t, t->tid, 0);
   /* The thread's last slot first: it was read just above, and its events
    * are made (cuEventCreate costs more than the rest of a timed launch). */
@@ -287,7 +199,7 @@ static void start_timed(cp_thr *t, void *stream, uint64_t launch_handle, uint32_
     atomic_fetch_add(&g_skipped, 1);
     return;
   }
-  if (slot_events(s, ctx) != 0 || cu.ev_record(s->ev0, stream) != CUDA_SUCCESS) {
+  if (cp_lte_pair_make(&s->ev, ctx) != 0 || cp_lte_record(&s->ev, 0, stream) != 0) {
     atomic_fetch_add(&g_skipped, 1);
     atomic_store_explicit(&s->state, LT_FREE, memory_order_release);
     return;
@@ -320,23 +232,21 @@ void cp_lt_launch_start_slow(cp_thr *t, void *stream, uint64_t launch_handle, ui
   const uint64_t now = cp_clock_now();
   const int first = t->lt_last_ns == 0;
   schedule_next(t, now);
-  if (atomic_load(&g_child) || !cu.ok) return;   /* cu: loaded by cp_lt_setup */
+  if (atomic_load(&g_child) || !cp_lte_ok()) return;   /* loaded by cp_lt_setup */
   /* First the thread's current context: NCCL launches with one current,
    * and without one the stream cannot be a stream of this thread's, so it
    * is not handed to the driver (a replay of another process's capture on
    * a GPU host has such streams, and libcuda crashed on them).  Then
    * whether the stream is being captured: then nothing else is called
    * (the earlier launches are read at a later one, or finalize). */
-  int status = 0;
-  CUcontext ctx = NULL;
-  if (cu.ctx_current(&ctx) != CUDA_SUCCESS || !ctx || cu.capturing(stream, &status) != CUDA_SUCCESS ||
-      status != 0) {
+  void *ctx = cp_lte_launch_context(stream);
+  if (!ctx) {
     atomic_fetch_add(&g_skipped, 1);
     return;
   }
-  const int mode = relaxed_begin();
+  const int mode = cp_lte_relaxed_begin();
   start_timed(t, stream, launch_handle, comm_index, rank, ctx, now, first);
-  relaxed_end(mode);
+  cp_lte_relaxed_end(mode);
 }
 
 /* The thread's open slot, NULL when finalize took it meanwhile. */
@@ -355,11 +265,11 @@ static lt_slot *my_slot(cp_thr *t) {
  * numbers.  With the stream busy, the kernel starts when the work before
  * it ends, and the span is the kernel's. */
 static void record_stop(lt_slot *s) {
-  const int mode = relaxed_begin();
-  s->idle = cu.ev_query(s->ev0) == CUDA_SUCCESS;
-  if (cu.ev_record(s->ev1, s->stream) != CUDA_SUCCESS) s->err = 1;
+  const int mode = cp_lte_relaxed_begin();
+  s->idle = (uint8_t)cp_lte_start_done(&s->ev);
+  if (cp_lte_record(&s->ev, 1, s->stream) != 0) s->err = 1;
   else s->stopped = 1;
-  relaxed_end(mode);
+  cp_lte_relaxed_end(mode);
 }
 
 /* For a run, "idle" says more: the start event had completed before the
@@ -504,7 +414,7 @@ int cp_lt_open_launch_slow(cp_thr *t, void *stream) {
 }
 
 void cp_lt_finish(int wait_ms) {
-  if (atomic_load(&g_child) || !cu.ok) return;
+  if (atomic_load(&g_child) || !cp_lte_ok()) return;
   cp_thr *t = cp_thr_get();
   if (!t) return;
   if (t->lt_cur) {
