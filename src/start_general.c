@@ -31,7 +31,8 @@
 
 /* No slot (pool released or out of memory): undo the parent link (kc: a
  * KernelCh, whose link may have joined a batch: kc_batch.h), unlock the
- * pool (held on entry), one bad call.  For both recorded starts (start_slot.h). */
+ * pool (held on entry), one bad call.  For both recorded starts
+ * (declared in start_slot.h). */
 void cp_start_no_slot(cp_thr *t, cp_pool *pool, int own, cp_pool *ppool, const plink *pl, int kc) {
   const int released = pool->released;
   const uint32_t ls = cp_slot_local(pl->slot);
