@@ -27,6 +27,17 @@ ok "four goal lines, each verdict what its number and bound say" \
            if ((val >= 1.8) != (verdict == "met")) bad = 1
          } else bad = 1 }
        END { exit bad || n != 4 }' "$T/out"
+# ev/call, the table's last column: the driver's events per call as the
+# plugin's mask let it send them.  The do-nothing plugin leaves the mask
+# (4095) alone: the whole tree, 14 events, at T=1 and T=2; a proxy row's
+# application thread sends its 5.  With lean calls (host sampling) collprof
+# asks for fewer at T=1 (the legend says so).
+evpc() { awk -v c="$1" -v t="$2" 'index($0, c) == 1 { r = substr($0, length(c) + 1); n = split(r, f, " +"); if (f[2] == t) print f[n] }' "$T/out"; }
+is "$(evpc "do-nothing plugin" 1) $(evpc "do-nothing plugin" 2)" "14.0 14.0" "ev/call: the do-nothing plugin gets the whole tree, 14 events a call"
+is "$(evpc "with proxy, do-nothing" 1)" "5.0" "ev/call: a proxy row's application thread sends 5 events a call"
+ok "ev/call: host sampling's lean calls ask for fewer events at T=1" \
+  awk -v v="$(evpc "host sample auto, trace off" 1)" 'BEGIN { exit !(v + 0 > 0 && v + 0 < 14) }'
+ok "the legend explains ev/call" grep -q '^ev/call: events started per API call on a calling thread' "$T/out"
 ok "the trace-off goal line gives the floor beside it" grep -Eq '^goal: trace off, T=1: .*; floor, trace off: [0-9.]+, which is (within|above) the goal$' "$T/out"
 ok "the machine's own 2-thread scaling (a spin loop) is reported" \
   grep -Eq '^this machine: 2 threads spinning on registers .* ran [0-9]+\.[0-9]+x the$' "$T/out"

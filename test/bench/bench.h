@@ -23,12 +23,13 @@ typedef struct bench_result {
   uint64_t full_waits;    /* proxy mode: application waits on a full queue */
   double proxy_ns;        /* proxy mode: proxy thread ns per proxy event (timed calls) */
   double scale;           /* slice mode: median over pairs of all-threads / one-thread rate, 0 none */
+  uint64_t calls;         /* API calls the events came from, all threads (warm-up left out) */
 } bench_result;
 
 /* Child entry: drive `plugin` (a .so exporting ncclProfiler_v5) on
  * `threads` threads, `iters` API calls each (after a warm-up).  Prints one
  * "RESULT events states max_ns ns_per_event proxy_events full_waits
- * proxy_ns" line;
+ * proxy_ns calls" line;
  * returns the exit code.
  *
  * Slice mode (COLLPROF_BENCH_SLICES=S, T >= 2, no proxy threads): the

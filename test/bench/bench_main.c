@@ -48,6 +48,7 @@ typedef struct conf {
   double waits[MAXT][MAXREP];   /* proxy rows: application waits per call */
   double pxns[MAXT][MAXREP];    /* proxy rows: proxy thread ns per proxy event */
   double scale[MAXT][MAXREP];   /* T >= 2: the child's sliced scaling (bench.h), 0 none */
+  double evpc[MAXT][MAXREP];    /* events started per API call and calling thread */
   int n[MAXT];
 } conf;
 
@@ -209,11 +210,11 @@ static int run_child(const conf *c, int threads, long iters, bench_result *r) {
   char line[256];
   int got = 0;
   while (fgets(line, sizeof line, in)) {
-    unsigned long long e, s, m, pe = 0, fw = 0;
+    unsigned long long e, s, m, pe = 0, fw = 0, calls = 0;
     double ns, pxns = 0;
-    if (sscanf(line, "RESULT %llu %llu %llu %lf %llu %llu %lf", &e, &s, &m, &ns, &pe, &fw, &pxns) >= 4) {
+    if (sscanf(line, "RESULT %llu %llu %llu %lf %llu %llu %lf %llu", &e, &s, &m, &ns, &pe, &fw, &pxns, &calls) >= 4) {
       r->events = e; r->states = s; r->max_ns = m; r->ns_per_event = ns;
-      r->proxy_events = pe; r->full_waits = fw; r->proxy_ns = pxns;
+      r->proxy_events = pe; r->full_waits = fw; r->proxy_ns = pxns; r->calls = calls;
       got = 1;
     }
     double sc;
@@ -409,7 +410,7 @@ int main(int argc, char **argv) {
       spin[ti][rep] = spin_rate(tv[ti]);
       for (int c = 0; c < nc; c++) {
         if (!cs[c].ok || (cs[c].t1_only && tv[ti] != 1)) continue;
-        bench_result r = {0, 0, 0, 0, -1, 0, 0, 0, 0, 0};
+        bench_result r = {0, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0};
         if (run_child(&cs[c], tv[ti], iters, &r) != 0) {
           fprintf(stderr, "collprof-bench: %s (T=%d) gave no result\n", cs[c].name, tv[ti]);
           failed = 1;
@@ -421,6 +422,7 @@ int main(int argc, char **argv) {
         cs[c].waits[ti][k] = (double)r.full_waits / (double)(iters + 2000);
         cs[c].pxns[ti][k] = r.proxy_ns;
         cs[c].scale[ti][k] = r.scale;
+        cs[c].evpc[ti][k] = r.calls ? (double)r.events / (double)r.calls : 0;
         cs[c].eps[ti][k] = r.max_ns ? (double)r.events * 1e9 / (double)r.max_ns : 0;
         /* of the records offered: written or dropped */
         cs[c].drop[ti][k] = r.dropped < 0 ? -1
@@ -433,8 +435,8 @@ int main(int argc, char **argv) {
    * plugin work.  "own" is the median of the paired differences, so drift
    * between repetitions cancels. */
   double shown_ns[MAXCONF][MAXT] = {{0}}, shown_x[MAXCONF][MAXT] = {{0}};   /* as printed; 0: none */
-  printf("%-22s %3s %10s %9s %12s %10s %14s %14s\n", "configuration", "T", "ns/event", "own ns", "Mevents/s",
-         "vs T=1", "trace dropped", "own min..max");
+  printf("%-22s %3s %10s %9s %12s %10s %14s %14s %8s\n", "configuration", "T", "ns/event", "own ns", "Mevents/s",
+         "vs T=1", "trace dropped", "own min..max", "ev/call");
   for (int c = 0; c < nc; c++) {
     if (!cs[c].ok) continue;
     int t1 = -1;   /* index of T=1 among the thread counts */
@@ -486,8 +488,8 @@ int main(int argc, char **argv) {
       if (cs[c].n[ti] == 0)
         printf("%-22s %3d %10s %9s %12s %10s\n", cs[c].name, tv[ti], "failed", "-", "-", "");
       else
-        printf("%-22s %3d %10.1f %9s %12.2f %10s %14s %14s\n", cs[c].name, tv[ti], ns, own, eps / 1e6, ratio, drop,
-               range);
+        printf("%-22s %3d %10.1f %9s %12.2f %10s %14s %14s %8.1f\n", cs[c].name, tv[ti], ns, own, eps / 1e6, ratio,
+               drop, range, median(cs[c].evpc[ti], cs[c].n[ti]));
     }
   }
   /* The proxy thread's own time per proxy event (its callbacks: starts,
@@ -534,6 +536,13 @@ int main(int argc, char **argv) {
          "(written or dropped, warm-up and proxy thread included; counted by collprof, median).\n"
          "own min..max: the smallest and largest paired difference of the repetitions: how\n"
          "far one repetition on this machine can stray from the median.\n"
+         "ev/call: events started per API call on a calling thread (median). The driver asks\n"
+         "the plugin's live mask before each call, as NCCL does: with host sampling collprof\n"
+         "asks for the API events alone on the calls it will only count (lean calls,\n"
+         "src/mask_control.c), so those rows' T=1 ns/event spread each call's cost over fewer\n"
+         "events; at T=2 the second thread's first call freezes the mask with every type but\n"
+         "KernelCh on, and ns/event is then over more events of each call. Compare those rows\n"
+         "across T by ns/event x ev/call (per call), not by ns/event.\n"
          "with proxy: each application thread has a proxy thread on its communicator, as\n"
          "in NCCL; the application thread sends its part of each call (GroupApi, CollApi,\n"
          "KernelLaunch, Group, Coll), the proxy thread the rest of an NVLink call (2 x\n"

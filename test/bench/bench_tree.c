@@ -503,11 +503,15 @@ int bench_child(const char *plugin, int threads, long iters) {
     ts[i].idx = i;
     pthread_create(&tid[i], NULL, thread_main, &ts[i]);
   }
-  bench_result r = {0, 0, 0, 0, -1, 0, 0, 0, 0, 0};
+  bench_result r = {0, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0};
   for (int i = 0; i < threads; i++) pthread_join(tid[i], NULL);
   double scale = 0;
   int pairs = 0;
   if (g_slices) slice_result(ts, &r, &scale, &pairs);
+  /* the calls behind r.events: every thread's timed calls, or in slice
+   * mode its calls in the all-thread slices */
+  r.calls = (uint64_t)threads * (uint64_t)(g_slices ? (g_iters / g_slices > 0 ? g_iters / g_slices : 1) * g_slices
+                                                    : g_iters);
   for (int i = 0; i < threads && !g_slices; i++) {
     r.events += ts[i].events;
     r.states += ts[i].states;
@@ -523,9 +527,10 @@ int bench_child(const char *plugin, int threads, long iters) {
     pxns += qs[i].px.ns;
     pxtimed += qs[i].px.timed_events;
   }
-  printf("RESULT %llu %llu %llu %.3f %llu %llu %.3f\n", (unsigned long long)r.events,
+  printf("RESULT %llu %llu %llu %.3f %llu %llu %.3f %llu\n", (unsigned long long)r.events,
          (unsigned long long)r.states, (unsigned long long)r.max_ns, r.ns_per_event,
-         (unsigned long long)pxe, (unsigned long long)waits, pxtimed ? (double)pxns / (double)pxtimed : 0.0);
+         (unsigned long long)pxe, (unsigned long long)waits, pxtimed ? (double)pxns / (double)pxtimed : 0.0,
+         (unsigned long long)r.calls);
   if (pairs) printf("SCALE %.4f %d\n", scale, pairs);
   fflush(stdout);
   free(qs);
