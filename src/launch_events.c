@@ -60,6 +60,13 @@ void *cp_lte_launch_context(void *stream) {
   return ctx;
 }
 
+/* While a thread captures a CUDA graph (cudaStreamCaptureModeGlobal or
+ * ThreadLocal), or another thread captures in global mode, a potentially
+ * unsafe call such as cuEventQuery invalidates the application's capture:
+ * NCCL's next launch into it then fails ("unhandled cuda error", seen on
+ * H200 with every launch timed).  So every event call runs with this
+ * thread's capture mode switched to relaxed, as NCCL does for its own
+ * calls, and put back after. */
 enum { CAPTURE_MODE_RELAXED = 2 };
 int cp_lte_relaxed_begin(void) {
   int m = CAPTURE_MODE_RELAXED;

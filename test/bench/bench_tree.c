@@ -56,6 +56,8 @@ static pid_t g_pid;                 /* getpid() is a system call: once */
  * cut into S pairs of slices, one thread alone (each in turn) then all of
  * them, each slice iters/S calls per thread running; see bench.h. */
 static int g_slices;
+/* Slice mode: calls per running thread in one slice. */
+static long slice_calls(void) { return g_iters / g_slices > 0 ? g_iters / g_slices : 1; }
 
 /* One per thread, on its own cache lines: the counters are written at every
  * event, and two threads' counters on one line would make the driver itself
@@ -382,7 +384,7 @@ static void *thread_main(void *arg) {
      * in the next one, so the lone thread has a core to itself (and the
      * trace writer the other).  Each thread times only its own calls: a
      * thread woken late does not count the wake-up. */
-    const long n = g_iters / g_slices > 0 ? g_iters / g_slices : 1;
+    const long n = slice_calls();
     for (int s = 0; s < 2 * g_slices; s++) {
       if (s) pthread_barrier_wait(&g_bar);
       if ((s & 1) || t->idx == (s / 2) % g_threads) {
@@ -510,8 +512,7 @@ int bench_child(const char *plugin, int threads, long iters) {
   if (g_slices) slice_result(ts, &r, &scale, &pairs);
   /* the calls behind r.events: every thread's timed calls, or in slice
    * mode its calls in the all-thread slices */
-  r.calls = (uint64_t)threads * (uint64_t)(g_slices ? (g_iters / g_slices > 0 ? g_iters / g_slices : 1) * g_slices
-                                                    : g_iters);
+  r.calls = (uint64_t)threads * (uint64_t)(g_slices ? slice_calls() * g_slices : g_iters);
   for (int i = 0; i < threads && !g_slices; i++) {
     r.events += ts[i].events;
     r.states += ts[i].states;
