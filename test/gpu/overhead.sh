@@ -19,7 +19,9 @@
 # mean bus bandwidth and latency per size, medians over repetitions, ratios
 # to "none", and the noise floor (spread among the "none" repetitions);
 # gpu_time.py compares collprof's sampled GPU time with the app's CUDA-event
-# time.  Outputs stay in $RUN_OUT.
+# time.  Outputs stay in $RUN_OUT.  Below about 1 MiB whole runs are
+# faster or slower with no plugin at all (run_spread.sh measures how far
+# on a host): there the in-process pairs of ab.sh are the comparison.
 # WARMUP (default 20) untimed calls precede each size.
 # ITER_TIMES=1 passes --iter-times to every run (a CUDA event after each
 # timed call, host clocks per size in sweep.json): overhead_report.py then
