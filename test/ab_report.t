@@ -7,7 +7,6 @@
 . "$(dirname "$0")/tap.sh"
 command -v python3 >/dev/null || skip_all "no python3"
 REP=$TOP/test/gpu/ab_report.py
-like() { if [[ $1 =~ $2 ]]; then _tap_report 0 "$3"; else _tap_report 1 "$3"; echo "#   got: '$1'"; fi; }
 
 # 8 rounds: at 8 B "on" is 5% slower in every round; at 1 KiB 2% slower in
 # 6 rounds of 8 and 1% faster in 2; at 1 MiB equal to 0.01% (4 rounds each

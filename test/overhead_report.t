@@ -8,7 +8,6 @@
 command -v python3 >/dev/null || skip_all "no python3"
 REP=$TOP/test/gpu/overhead_report.py
 D=$T/ovh
-like() { if [[ $1 =~ $2 ]]; then _tap_report 0 "$3"; else _tap_report 1 "$3"; echo "#   got: '$1'"; fi; }
 
 # make CONFIG REP SCALE16 SCALE_ALL: one repetition's sweep.json; every
 # size takes 10 us (x SCALE_ALL), 16 B x SCALE16 on top; busbw = bytes / time.

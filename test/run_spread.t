@@ -9,7 +9,6 @@
 command -v python3 >/dev/null || skip_all "no python3"
 REP=$TOP/test/gpu/run_spread.py
 D=$T/spread
-like() { if [[ $1 =~ $2 ]]; then _tap_report 0 "$3"; else _tap_report 1 "$3"; echo "#   got: '$1'"; fi; }
 
 # run PLACEMENT REP US [NCCL-LINE]: one made-up run, every size US per call,
 # the CPU loop 100 x US ms, NCCL lines with a per-run address and pid.

@@ -1,7 +1,7 @@
 # tap.sh — tiny TAP helpers for the shell tests (sourced by test/*.t).
 #
 #   . "$(dirname "$0")/tap.sh"
-#   plan 3; ok "build exists" test -x "$BIN/collprof-replay"; is "$a" "$b" "name"
+#   plan 3; ok "build exists" test -x "$BIN/collprof-replay"; is "$a" "$b" "name"; like "$s" "re" "name"
 #
 # Sets B (build folder, from COLLPROF_BUILD or ./build), LIB, BIN, FIX (the
 # shared fixtures next to the checkout, else the copies bundled in
@@ -38,6 +38,13 @@ is() {
   if [ "$1" == "$2" ]; then _tap_report 0 "$3"; else
     _tap_report 1 "$3"; echo "#   got:      '$1'"; echo "#   expected: '$2'"
     printf '    got:      %s\n    expected: %s\n' "${1:0:200}" "${2:0:200}" | _tap_faillog
+  fi
+}
+# like STRING REGEX NAME: ok when STRING matches the extended regex.
+like() {
+  if [[ $1 =~ $2 ]]; then _tap_report 0 "$3"; else
+    _tap_report 1 "$3"; echo "#   got: '$1'"
+    printf '    got:      %s\n    pattern:  %s\n' "${1:0:200}" "${2:0:200}" | _tap_faillog
   fi
 }
 skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n # SKIP $*"; }
