@@ -23,8 +23,10 @@
 #   cross  even ranks on the upper half, odd ones on the lower, rank r on
 #          block r/2 of its half (2 ranks: rank 0 where hi puts rank 0,
 #          rank 1 where lo puts rank 0)
-# Output folders stay in $RUN_OUT (default a temporary folder); the report
-# is also RUN_OUT/report.txt.
+# CPU_LOOP_N (default 1000000) sets the loop's turns (Python); ITERS and
+# WARMUP (200, 20) the app's calls per size.  Output folders stay in
+# $RUN_OUT (default a temporary folder); the report is also
+# RUN_OUT/report.txt.
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 B=${COLLPROF_BUILD:-$TOP/build}
