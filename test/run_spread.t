@@ -49,6 +49,9 @@ like "$(grep '^placement:' "$D/b.out")" "one population" "runs within 1.2x: no f
 rm -rf "$D"; mkdir -p "$D"
 python3 "$REP" "$D" >/dev/null 2>&1
 is "$?" 1 "no run: exit 1"
+python3 "$REP" >"$D/u.out" 2>&1
+is "$?" 2 "no RUN_OUT: exit 2"
+like "$(cat "$D/u.out")" "^usage: run_spread\.py RUN_OUT \[OP\]" "and the usage line"
 
 # The script with a stand-in mpirun (runs the command as local rank 0) and
 # app (records the CPUs it may run on, writes a sweep): on this machine's

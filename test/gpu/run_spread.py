@@ -92,7 +92,7 @@ def pearson(x, y):
 
 def main():
     if len(sys.argv) < 2:
-        print(__doc__.strip().splitlines()[2].strip())
+        print("usage: " + next(ln.strip() for ln in __doc__.splitlines() if "RUN_OUT [OP]" in ln))
         return 2
     op = sys.argv[2] if len(sys.argv) > 2 else "allreduce"
     rs = runs(sys.argv[1], op)
